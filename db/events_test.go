@@ -1,0 +1,148 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/db"
+	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain"
+)
+
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		subject := domain.NewID(domain.PrefixJob)
+		newEvent := func(org *domain.Organization, prj *domain.Project, subjectID, typ string) *domain.Event {
+			e := &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: typ, OrganizationID: org.ID, ProjectID: prj.ID,
+				Environment: domain.EnvLive, SubjectID: subjectID,
+				Data: json.RawMessage(`{"object":{"id":"` + subjectID + `","state":"` + typ + `"}}`), CreatedAt: now()}
+			require.NoError(t, s.CreateEvent(ctx, e))
+			return e
+		}
+		queued := newEvent(tn.org, tn.prj, subject, domain.EventJobQueued)
+		other := newEvent(tn.org, tn.prj, domain.NewID(domain.PrefixJob), domain.EventJobQueued)
+		running := newEvent(tn.org, tn.prj, subject, domain.EventJobRunning)
+		foreign := newEvent(tn.other, tn.oprj, subject, domain.EventJobQueued) // same subject id, other tenant
+		all := []*domain.Event{queued, other, running, foreign}
+
+		t.Run("BySubject", func(t *testing.T) {
+			got, err := s.FindEventsBySubject(ctx, tn.org.ID, subject)
+			require.NoError(t, err)
+			require.Len(t, got, 2)
+			for i, want := range []*domain.Event{queued, running} {
+				requireJSONField(t, want.Data, &got[i].Data)
+				require.Equal(t, want, got[i])
+			}
+			got, err = s.FindEventsBySubject(ctx, tn.org.ID, "job_none")
+			require.NoError(t, err)
+			require.NotNil(t, got)
+			require.Empty(t, got)
+		})
+		t.Run("After", func(t *testing.T) {
+			got, err := s.FindEventsAfter(ctx, "", 100)
+			require.NoError(t, err)
+			require.Equal(t, ids(all, eventID), ids(got, eventID))
+			got, err = s.FindEventsAfter(ctx, queued.ID, 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{other.ID, running.ID}, ids(got, eventID))
+			got, err = s.FindEventsAfter(ctx, foreign.ID, 10)
+			require.NoError(t, err)
+			require.Empty(t, got)
+		})
+		t.Run("NilData", func(t *testing.T) {
+			e := &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: domain.EventWebhookTest, OrganizationID: tn.org.ID,
+				ProjectID: tn.prj.ID, Environment: domain.EnvTest, SubjectID: "we_x", CreatedAt: now()}
+			require.NoError(t, s.CreateEvent(ctx, e))
+			got, err := s.FindEventsBySubject(ctx, tn.org.ID, "we_x")
+			require.NoError(t, err)
+			require.JSONEq(t, "null", string(got[0].Data))
+		})
+		t.Run("InvalidJSONRefused", func(t *testing.T) {
+			e := &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: domain.EventWebhookTest, OrganizationID: tn.org.ID,
+				Data: json.RawMessage(`{not json`), CreatedAt: now()}
+			require.Error(t, s.CreateEvent(ctx, e))
+		})
+	})
+}
+
+func TestWebhookEndpoints(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		create := func(p *domain.Project, env domain.Environment) *domain.WebhookEndpoint {
+			e := newEndpoint(p, env)
+			require.NoError(t, s.CreateWebhookEndpoint(ctx, e))
+			return e
+		}
+		a1 := create(tn.prj, domain.EnvLive)
+		a2 := create(tn.prj, domain.EnvLive)
+		a3 := create(tn.prj, domain.EnvLive)
+		b1 := create(tn.prj2, domain.EnvLive)
+		test1 := create(tn.prj, domain.EnvTest)
+		foreign := create(tn.oprj, domain.EnvLive)
+
+		t.Run("RoundTrip", func(t *testing.T) {
+			got, err := s.FindWebhookEndpointByID(ctx, a1.ID)
+			require.NoError(t, err)
+			require.Equal(t, a1, got)
+		})
+		t.Run("NilEventsComeBackEmpty", func(t *testing.T) {
+			e := newEndpoint(tn.prj2, domain.EnvTest)
+			e.EnabledEvents = nil
+			require.NoError(t, s.CreateWebhookEndpoint(ctx, e))
+			got, err := s.FindWebhookEndpointByID(ctx, e.ID)
+			require.NoError(t, err)
+			require.NotNil(t, got.EnabledEvents)
+			require.Empty(t, got.EnabledEvents)
+		})
+		t.Run("ListScoping", func(t *testing.T) {
+			list := func(sc domain.Scope, env domain.Environment) []string {
+				t.Helper()
+				got, more, err := s.FindWebhookEndpoints(ctx, domain.WebhookEndpointFilter{Scope: sc, Environment: env, Page: domain.Page{Limit: 100}})
+				require.NoError(t, err)
+				require.False(t, more)
+				return ids(got, endpointID)
+			}
+			require.Equal(t, []string{a3.ID, a2.ID, a1.ID}, list(domain.Scope{OrganizationID: tn.org.ID, ProjectID: tn.prj.ID}, domain.EnvLive))
+			require.Equal(t, []string{b1.ID, a3.ID, a2.ID, a1.ID}, list(domain.Scope{OrganizationID: tn.org.ID}, domain.EnvLive))
+			require.Equal(t, []string{test1.ID}, list(domain.Scope{OrganizationID: tn.org.ID, ProjectID: tn.prj.ID}, domain.EnvTest))
+			require.Equal(t, []string{foreign.ID}, list(domain.Scope{OrganizationID: tn.other.ID}, domain.EnvLive))
+			require.Empty(t, list(domain.Scope{OrganizationID: tn.other.ID, ProjectID: tn.prj.ID}, domain.EnvLive),
+				"another organization's project id gives nothing")
+			_, _, err := s.FindWebhookEndpoints(ctx, domain.WebhookEndpointFilter{})
+			require.Error(t, err)
+		})
+		t.Run("Pages", func(t *testing.T) {
+			sc := domain.Scope{OrganizationID: tn.org.ID, ProjectID: tn.prj.ID}
+			page, more, err := s.FindWebhookEndpoints(ctx, domain.WebhookEndpointFilter{Scope: sc, Environment: domain.EnvLive, Page: domain.Page{Limit: 2}})
+			require.NoError(t, err)
+			require.True(t, more)
+			require.Equal(t, []string{a3.ID, a2.ID}, ids(page, endpointID))
+			page, more, err = s.FindWebhookEndpoints(ctx, domain.WebhookEndpointFilter{Scope: sc, Environment: domain.EnvLive,
+				Page: domain.Page{Limit: 2, StartingAfter: a2.ID}})
+			require.NoError(t, err)
+			require.False(t, more)
+			require.Equal(t, []string{a1.ID}, ids(page, endpointID))
+		})
+		t.Run("Delete", func(t *testing.T) {
+			require.NoError(t, s.DeleteWebhookEndpoint(ctx, a2.ID, now()))
+			_, err := s.FindWebhookEndpointByID(ctx, a2.ID)
+			require.ErrorIs(t, err, domain.ErrNotFound)
+			require.ErrorIs(t, s.DeleteWebhookEndpoint(ctx, a2.ID, now()), domain.ErrNotFound, "already deleted")
+			require.ErrorIs(t, s.DeleteWebhookEndpoint(ctx, "we_missing", now()), domain.ErrNotFound)
+			got, _, err := s.FindWebhookEndpoints(ctx, domain.WebhookEndpointFilter{
+				Scope: domain.Scope{OrganizationID: tn.org.ID, ProjectID: tn.prj.ID}, Environment: domain.EnvLive})
+			require.NoError(t, err)
+			require.Equal(t, []string{a3.ID, a1.ID}, ids(got, endpointID))
+		})
+	})
+}

@@ -1,0 +1,186 @@
+package db_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/db"
+	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain"
+)
+
+func newIdempotencyRecord(orgID, key string, at time.Time) *domain.IdempotencyRecord {
+	return &domain.IdempotencyRecord{ID: domain.NewID("idem_"), OrganizationID: orgID, Endpoint: "POST /v1/jobs",
+		Key: key, Fingerprint: "fp-" + key, State: domain.IdempotencyInProgress, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
+}
+
+func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+
+		t.Run("ClaimFinishReplay", func(t *testing.T) {
+			rec := newIdempotencyRecord(tn.org.ID, "k1", now())
+			existing, err := s.ClaimIdempotencyKey(ctx, rec)
+			require.NoError(t, err)
+			require.Nil(t, existing, "the first claim inserts")
+
+			again := newIdempotencyRecord(tn.org.ID, "k1", now())
+			existing, err = s.ClaimIdempotencyKey(ctx, again)
+			require.NoError(t, err)
+			require.Equal(t, rec, existing, "the second claim sees the first, still in progress")
+
+			rec.State, rec.ResponseStatus = domain.IdempotencyDone, 201
+			rec.ResponseHeaders = map[string]string{"Content-Type": "application/json", "Location": "/v1/jobs/x"}
+			rec.ResponseBody = []byte(`{"id":"job_x"}`)
+			require.NoError(t, s.FinishIdempotencyKey(ctx, rec))
+			existing, err = s.ClaimIdempotencyKey(ctx, again)
+			require.NoError(t, err)
+			require.Equal(t, rec, existing, "the replay gets the stored response")
+
+			// Released only while in progress: a finished record stays.
+			require.NoError(t, s.ReleaseIdempotencyKey(ctx, rec.ID))
+			existing, err = s.ClaimIdempotencyKey(ctx, again)
+			require.NoError(t, err)
+			require.Equal(t, rec.ID, existing.ID)
+		})
+		t.Run("ScopedByOrganizationAndEndpoint", func(t *testing.T) {
+			at := now()
+			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.org.ID, "k2", at)))
+			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.other.ID, "k2", at)))
+			other := newIdempotencyRecord(tn.org.ID, "k2", at)
+			other.Endpoint = "POST /v1/files"
+			require.NoError(t, claimed(t, s, other))
+		})
+		t.Run("Release", func(t *testing.T) {
+			rec := newIdempotencyRecord(tn.org.ID, "k3", now())
+			require.NoError(t, claimed(t, s, rec))
+			require.NoError(t, s.ReleaseIdempotencyKey(ctx, rec.ID))
+			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.org.ID, "k3", now())), "a released key can be claimed again")
+			require.NoError(t, s.ReleaseIdempotencyKey(ctx, "idem_missing"))
+		})
+		t.Run("FinishMissing", func(t *testing.T) {
+			rec := newIdempotencyRecord(tn.org.ID, "k4", now())
+			require.ErrorIs(t, s.FinishIdempotencyKey(ctx, rec), domain.ErrNotFound)
+		})
+		t.Run("NilResponseRoundTrip", func(t *testing.T) {
+			rec := newIdempotencyRecord(tn.org.ID, "k5", now())
+			require.NoError(t, claimed(t, s, rec))
+			existing, err := s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(tn.org.ID, "k5", now()))
+			require.NoError(t, err)
+			require.Equal(t, rec, existing)
+		})
+		t.Run("ExpiredIsReplaced", func(t *testing.T) {
+			old := now().Add(-48 * time.Hour)
+			stale := newIdempotencyRecord(tn.org.ID, "k6", old)
+			stale.State = domain.IdempotencyDone
+			require.NoError(t, claimed(t, s, stale))
+
+			fresh := newIdempotencyRecord(tn.org.ID, "k6", now())
+			existing, err := s.ClaimIdempotencyKey(ctx, fresh)
+			require.NoError(t, err)
+			require.Nil(t, existing, "the expired record gave way")
+			existing, err = s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(tn.org.ID, "k6", now()))
+			require.NoError(t, err)
+			require.Equal(t, fresh.ID, existing.ID)
+		})
+		t.Run("ExpiryIsInclusive", func(t *testing.T) {
+			at := now().Add(-time.Hour)
+			rec := newIdempotencyRecord(tn.org.ID, "k7", at)
+			require.NoError(t, claimed(t, s, rec))
+			next := newIdempotencyRecord(tn.org.ID, "k7", rec.ExpiresAt)
+			existing, err := s.ClaimIdempotencyKey(ctx, next)
+			require.NoError(t, err)
+			require.Nil(t, existing, "expires_at <= created_at counts as expired")
+		})
+		t.Run("DeleteExpired", func(t *testing.T) {
+			org := createOrg(t, s, "sweep")
+			base := now().Add(-72 * time.Hour)
+			for i := range 5 {
+				require.NoError(t, claimed(t, s, newIdempotencyRecord(org.ID, label(i), base.Add(time.Duration(i)*time.Hour))))
+			}
+			live := newIdempotencyRecord(org.ID, "live", now())
+			require.NoError(t, claimed(t, s, live))
+
+			// Records of the other tests expire a day from now: they stay.
+			n, err := s.DeleteExpiredIdempotencyKeys(ctx, base.Add(24*time.Hour+2*time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, 3, n, "expires_at <= now")
+			n, err = s.DeleteExpiredIdempotencyKeys(ctx, now().Add(-time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, 2, n)
+			existing, err := s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(org.ID, "live", now()))
+			require.NoError(t, err)
+			require.Equal(t, live.ID, existing.ID)
+		})
+	})
+}
+
+// claimed claims rec and fails unless it was inserted.
+func claimed(t *testing.T, s *db.Store, rec *domain.IdempotencyRecord) error {
+	t.Helper()
+	existing, err := s.ClaimIdempotencyKey(context.Background(), rec)
+	if err != nil {
+		return err
+	}
+	require.Nil(t, existing, "claim of %s found %v", rec.Key, existing)
+	return nil
+}
+
+func TestIdempotencyConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		tn := setupTenants(t, s)
+
+		for _, tc := range []struct {
+			name    string
+			expired bool
+		}{{"Fresh", false}, {"ReplacingExpired", true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				key := "race-" + tc.name
+				if tc.expired {
+					require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.org.ID, key, now().Add(-48*time.Hour))))
+				}
+				const n = 50
+				recs := make([]*domain.IdempotencyRecord, n)
+				for i := range recs {
+					recs[i] = newIdempotencyRecord(tn.org.ID, key, now())
+				}
+				results := make([]*domain.IdempotencyRecord, n)
+				errs := make([]error, n)
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						<-start
+						results[i], errs[i] = s.ClaimIdempotencyKey(context.Background(), recs[i])
+					})
+				}
+				close(start)
+				wg.Wait()
+
+				var winner string
+				for i := range n {
+					require.NoError(t, errs[i])
+					if results[i] == nil {
+						require.Empty(t, winner, "two claims inserted")
+						winner = recs[i].ID
+					}
+				}
+				require.NotEmpty(t, winner, "no claim inserted")
+				for i := range n {
+					if results[i] != nil {
+						require.Equal(t, winner, results[i].ID, "every loser sees the winner")
+					}
+				}
+			})
+		}
+	})
+}

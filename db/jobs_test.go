@@ -1,0 +1,193 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/db"
+	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain"
+)
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+
+		t.Run("RoundTrip", func(t *testing.T) {
+			j := newJob(tn.prj, domain.EnvLive)
+			j.Options = json.RawMessage(`{"width": 100, "format": "webp", "nested": {"b": [1, 2], "a": null}}`)
+			j.BatchID, j.Preset, j.Progress, j.Attempts = domain.NewID(domain.PrefixBatch), "thumbnail", 40, 2
+			j.CreditsCharged, j.ErrorCode, j.ErrorMessage = 2, "timeout", "took too long"
+			j.StartedAt, j.FinishedAt = ptr(now()), ptr(now().Add(time.Second))
+			require.NoError(t, s.CreateJob(ctx, j))
+			got, err := s.FindJobByID(ctx, j.ID)
+			require.NoError(t, err)
+			requireJSONField(t, j.Options, &got.Options)
+			require.Equal(t, j, got)
+
+			_, err = s.FindJobByID(ctx, domain.NewID(domain.PrefixJob))
+			require.ErrorIs(t, err, domain.ErrNotFound)
+			require.ErrorIs(t, s.CreateJob(ctx, j), domain.ErrDuplicate)
+		})
+		t.Run("NilOptions", func(t *testing.T) {
+			j := newJob(tn.prj, domain.EnvLive)
+			j.Options = nil
+			require.NoError(t, s.CreateJob(ctx, j))
+			got, err := s.FindJobByID(ctx, j.ID)
+			require.NoError(t, err)
+			require.JSONEq(t, "null", string(got.Options))
+		})
+		t.Run("UpdateIsConditional", func(t *testing.T) {
+			j := newJob(tn.prj, domain.EnvLive)
+			require.NoError(t, s.CreateJob(ctx, j))
+			run := *j
+			run.State, run.Attempts, run.StartedAt, run.Progress = domain.JobRunning, 1, ptr(now()), 10
+			ok, err := s.UpdateJob(ctx, &run, domain.JobQueued)
+			require.NoError(t, err)
+			require.True(t, ok)
+			cancel := *j
+			cancel.State = domain.JobCancelled
+			ok, err = s.UpdateJob(ctx, &cancel, domain.JobQueued)
+			require.NoError(t, err)
+			require.False(t, ok, "no longer queued")
+			got, err := s.FindJobByID(ctx, j.ID)
+			require.NoError(t, err)
+			requireJSONField(t, run.Options, &got.Options)
+			require.Equal(t, &run, got)
+		})
+		t.Run("CancelAndClaimRace", func(t *testing.T) {
+			for round := range 100 {
+				j := newJob(tn.prj, domain.EnvLive)
+				require.NoError(t, s.CreateJob(ctx, j))
+				claim, cancel := *j, *j
+				claim.State, cancel.State = domain.JobRunning, domain.JobCancelled
+				var wins [2]bool
+				var errs [2]error
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for i, upd := range []*domain.Job{&claim, &cancel} {
+					wg.Go(func() {
+						<-start
+						wins[i], errs[i] = s.UpdateJob(ctx, upd, domain.JobQueued)
+					})
+				}
+				close(start)
+				wg.Wait()
+				require.NoError(t, errs[0])
+				require.NoError(t, errs[1])
+				require.True(t, wins[0] != wins[1], "round %d: claim won %v, cancel won %v", round, wins[0], wins[1])
+				got, err := s.FindJobByID(ctx, j.ID)
+				require.NoError(t, err)
+				if wins[0] {
+					require.Equal(t, domain.JobRunning, got.State)
+				} else {
+					require.Equal(t, domain.JobCancelled, got.State)
+				}
+			}
+		})
+	})
+}
+
+func TestJobQueries(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		batch := domain.NewID(domain.PrefixBatch)
+		base := now().Add(-time.Hour)
+		mk := func(p *domain.Project, env domain.Environment, state, batchID string, created time.Time) *domain.Job {
+			j := newJob(p, env)
+			j.State, j.BatchID, j.CreatedAt = state, batchID, created
+			require.NoError(t, s.CreateJob(ctx, j))
+			return j
+		}
+		q1 := mk(tn.prj, domain.EnvLive, domain.JobQueued, batch, base.Add(3*time.Minute))
+		q2 := mk(tn.prj, domain.EnvLive, domain.JobQueued, "", base.Add(time.Minute))
+		r1 := mk(tn.prj, domain.EnvLive, domain.JobRunning, batch, base)
+		s1 := mk(tn.prj, domain.EnvLive, domain.JobSucceeded, batch, base)
+		t1 := mk(tn.prj, domain.EnvTest, domain.JobQueued, "", base.Add(2*time.Minute))
+		p2 := mk(tn.prj2, domain.EnvLive, domain.JobQueued, "", now())
+		f1 := mk(tn.oprj, domain.EnvLive, domain.JobQueued, "", base)
+
+		list := func(f domain.JobFilter) []string {
+			t.Helper()
+			f.Limit = 100
+			got, more, err := s.FindJobs(ctx, f)
+			require.NoError(t, err)
+			require.False(t, more)
+			return ids(got, jobID)
+		}
+		prj := domain.Scope{OrganizationID: tn.org.ID, ProjectID: tn.prj.ID}
+		t.Run("Filters", func(t *testing.T) {
+			require.Equal(t, []string{s1.ID, r1.ID, q2.ID, q1.ID}, list(domain.JobFilter{Scope: prj, Environment: domain.EnvLive}))
+			require.Equal(t, []string{q2.ID, q1.ID}, list(domain.JobFilter{Scope: prj, Environment: domain.EnvLive, State: domain.JobQueued}))
+			require.Equal(t, []string{s1.ID, r1.ID, q1.ID}, list(domain.JobFilter{Scope: prj, Environment: domain.EnvLive, BatchID: batch}))
+			require.Equal(t, []string{r1.ID}, list(domain.JobFilter{Scope: prj, Environment: domain.EnvLive, BatchID: batch, State: domain.JobRunning}))
+			require.Equal(t, []string{t1.ID}, list(domain.JobFilter{Scope: prj, Environment: domain.EnvTest}))
+			require.Equal(t, []string{p2.ID, t1.ID, s1.ID, r1.ID, q2.ID, q1.ID}, list(domain.JobFilter{Scope: domain.Scope{OrganizationID: tn.org.ID}}))
+			require.Equal(t, []string{f1.ID}, list(domain.JobFilter{Scope: domain.Scope{OrganizationID: tn.other.ID}}))
+			require.Empty(t, list(domain.JobFilter{Scope: domain.Scope{OrganizationID: tn.other.ID, ProjectID: tn.prj.ID}}))
+			_, _, err := s.FindJobs(ctx, domain.JobFilter{})
+			require.Error(t, err)
+		})
+		t.Run("Pages", func(t *testing.T) {
+			f := domain.JobFilter{Scope: prj, Environment: domain.EnvLive, Page: domain.Page{Limit: 3}}
+			page, more, err := s.FindJobs(ctx, f)
+			require.NoError(t, err)
+			require.True(t, more)
+			require.Equal(t, []string{s1.ID, r1.ID, q2.ID}, ids(page, jobID))
+			f.StartingAfter = q2.ID
+			page, more, err = s.FindJobs(ctx, f)
+			require.NoError(t, err)
+			require.False(t, more)
+			require.Equal(t, []string{q1.ID}, ids(page, jobID))
+		})
+		t.Run("CountActive", func(t *testing.T) {
+			n, err := s.CountActiveJobs(ctx, tn.prj.ID)
+			require.NoError(t, err)
+			require.Equal(t, 4, n, "queued and running, both environments")
+			n, err = s.CountActiveJobs(ctx, "prj_none")
+			require.NoError(t, err)
+			require.Zero(t, n)
+		})
+		t.Run("StaleQueued", func(t *testing.T) {
+			got, err := s.FindStaleQueuedJobs(ctx, base.Add(150*time.Second), 10)
+			require.NoError(t, err)
+			require.Equal(t, []string{f1.ID, q2.ID, t1.ID}, ids(got, jobID), "queued only, oldest first, every tenant")
+			got, err = s.FindStaleQueuedJobs(ctx, now().Add(time.Minute), 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{f1.ID, q2.ID}, ids(got, jobID))
+			got, err = s.FindStaleQueuedJobs(ctx, base, 10)
+			require.NoError(t, err)
+			require.Empty(t, got, "created_at < before")
+		})
+	})
+}
+
+func TestBatches(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		b := &domain.Batch{ID: domain.NewID(domain.PrefixBatch), OrganizationID: tn.org.ID, ProjectID: tn.prj.ID,
+			Environment: domain.EnvLive, Preset: "thumbnails", Options: json.RawMessage(`{"sizes":[64,128]}`),
+			CreditsEstimated: 30, CreatedAt: now()}
+		require.NoError(t, s.CreateBatch(ctx, b))
+		got, err := s.FindBatchByID(ctx, b.ID)
+		require.NoError(t, err)
+		requireJSONField(t, b.Options, &got.Options)
+		require.Equal(t, b, got)
+		_, err = s.FindBatchByID(ctx, domain.NewID(domain.PrefixBatch))
+		require.ErrorIs(t, err, domain.ErrNotFound)
+	})
+}

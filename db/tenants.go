@@ -1,0 +1,140 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// CreateOrganization inserts org; domain.ErrDuplicate when the name is taken.
+func (s *Store) CreateOrganization(ctx context.Context, org *domain.Organization) error {
+	return insert(ctx, s.w(), "organization", org.ID, org)
+}
+
+// FindOrganizationByID returns the organization, or domain.ErrNotFound.
+func (s *Store) FindOrganizationByID(ctx context.Context, id string) (*domain.Organization, error) {
+	return findOne[domain.Organization](ctx, s.r(), "organization "+id, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("id = ?", id)
+	})
+}
+
+// FindOrganizationByName returns the organization, or domain.ErrNotFound.
+func (s *Store) FindOrganizationByName(ctx context.Context, name string) (*domain.Organization, error) {
+	return findOne[domain.Organization](ctx, s.r(), "organization named "+name, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("name = ?", name)
+	})
+}
+
+// SetOrganizationStatus sets active/suspended; domain.ErrNotFound when there is no such row.
+func (s *Store) SetOrganizationStatus(ctx context.Context, id, status string) error {
+	n, err := affected(s.w().NewUpdate().Model((*domain.Organization)(nil)).
+		Set("status = ?", status).Where("id = ?", id).Exec(ctx))
+	if err != nil {
+		return fmt.Errorf("set organization %s status: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("organization %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+// CreateProject inserts p; domain.ErrDuplicate when the organization has a project of
+// that name.
+func (s *Store) CreateProject(ctx context.Context, p *domain.Project) error {
+	return insert(ctx, s.w(), "project", p.ID, p)
+}
+
+// FindProjectByID returns the project, or domain.ErrNotFound.
+func (s *Store) FindProjectByID(ctx context.Context, id string) (*domain.Project, error) {
+	return findOne[domain.Project](ctx, s.r(), "project "+id, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("id = ?", id)
+	})
+}
+
+// FindProjectByName returns an organization's project by name, or domain.ErrNotFound.
+func (s *Store) FindProjectByName(ctx context.Context, orgID, name string) (*domain.Project, error) {
+	return findOne[domain.Project](ctx, s.r(), "project named "+name, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("organization_id = ?", orgID).Where("name = ?", name)
+	})
+}
+
+// SetProjectConcurrencyLimit sets the project's limit (0 = default); domain.ErrNotFound
+// when there is no such project.
+func (s *Store) SetProjectConcurrencyLimit(ctx context.Context, id string, limit int) error {
+	n, err := affected(s.w().NewUpdate().Model((*domain.Project)(nil)).
+		Set("concurrency_limit = ?", limit).Where("id = ?", id).Exec(ctx))
+	if err != nil {
+		return fmt.Errorf("set project %s concurrency limit: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+// CreateAPIKey inserts k; domain.ErrDuplicate when the hash exists. Nil lists are
+// stored as empty ones.
+func (s *Store) CreateAPIKey(ctx context.Context, k *domain.APIKey) error {
+	row := *k
+	row.Scopes = orEmpty(row.Scopes)
+	row.IPAllowList = orEmpty(row.IPAllowList)
+	row.AllowedOperations = orEmpty(row.AllowedOperations)
+	row.AllowedProjects = orEmpty(row.AllowedProjects)
+	return insert(ctx, s.w(), "API key", row.ID, &row)
+}
+
+// FindAPIKeyByID returns the key, or domain.ErrNotFound.
+func (s *Store) FindAPIKeyByID(ctx context.Context, id string) (*domain.APIKey, error) {
+	return findOne[domain.APIKey](ctx, s.r(), "API key "+id, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("id = ?", id)
+	})
+}
+
+// FindAPIKeyByHash returns the key with this secret hash, or domain.ErrNotFound.
+func (s *Store) FindAPIKeyByHash(ctx context.Context, hash string) (*domain.APIKey, error) {
+	return findOne[domain.APIKey](ctx, s.r(), "API key by hash", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("hash = ?", hash)
+	})
+}
+
+// FindAPIKeys returns an organization's keys, optionally one project's, newest first.
+func (s *Store) FindAPIKeys(ctx context.Context, f domain.APIKeyFilter) ([]*domain.APIKey, error) {
+	if f.OrganizationID == "" {
+		return nil, errors.New("db: list of API keys without an organization")
+	}
+	return findAll[domain.APIKey](ctx, s.r(), "API keys", func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("organization_id = ?", f.OrganizationID)
+		if f.ProjectID != "" {
+			q = q.Where("project_id = ?", f.ProjectID)
+		}
+		return q.Order("id DESC")
+	})
+}
+
+// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
+// domain.ErrNotFound when there is no such key.
+func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
+	n, err := affected(s.w().NewUpdate().Model((*domain.APIKey)(nil)).
+		Set("revoked_at = ?", at).Where("id = ?", id).Where("revoked_at IS NULL").Exec(ctx))
+	if err != nil {
+		return fmt.Errorf("revoke API key %s: %w", id, err)
+	}
+	if n == 0 {
+		if _, err := s.FindAPIKeyByID(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,170 @@
+package domain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Batch sizes of the contract.
+const MaxBatchSize = 100
+
+// BatchRequest is the body of POST /v1/batches.
+type BatchRequest struct {
+	FileIDs   []string
+	Operation string
+	Preset    string
+	Options   json.RawMessage
+}
+
+// CreateBatch admits and prices every member and writes the batch, its jobs, their
+// reservations and events in one transaction — or nothing, with the error naming the
+// offending file in param and details. Members are ordinary jobs.
+// Codes: those of CreateJob, with param file_ids[i].
+func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) (*Batch, []*Job, error) {
+	if err := p.RequireScope(ScopeJobsWrite); err != nil {
+		return nil, nil, err
+	}
+	if len(req.FileIDs) < 1 || len(req.FileIDs) > MaxBatchSize {
+		return nil, nil, InvalidParam("file_ids", "file_ids takes 1 to %d files", MaxBatchSize)
+	}
+	seen := map[string]int{}
+	for i, id := range req.FileIDs {
+		if j, dup := seen[id]; dup {
+			return nil, nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file %s is listed twice (also at %d)", id, j)
+		}
+		seen[id] = i
+	}
+	op, err := resolveOperation(p, req.Operation, req.Preset)
+	if err != nil {
+		return nil, nil, err
+	}
+	options, err := op.ValidateOptions(req.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	var jobs []*Job
+	for i, id := range req.FileIDs {
+		adm, err := s.admit(ctx, p, op, options, id, fmt.Sprintf("file_ids[%d]", i))
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs = append(jobs, adm.job)
+	}
+	// One batch acts on one project: the members' reservations and the concurrency
+	// limit are the project's.
+	projectID := jobs[0].ProjectID
+	for i, j := range jobs {
+		if j.ProjectID != projectID {
+			return nil, nil, &Error{Code: CodeInvalidRequest, Param: fmt.Sprintf("file_ids[%d]", i),
+				Message: "all files of a batch must belong to one project", Details: map[string]any{"file_id": j.FileID}}
+		}
+	}
+	now := s.Clock.Now()
+	b := &Batch{ID: NewID(PrefixBatch), OrganizationID: p.Organization.ID, ProjectID: projectID, Environment: p.Environment(),
+		Operation: jobs[0].Operation, Preset: jobs[0].Preset, Options: options, CreatedAt: now}
+	for _, j := range jobs {
+		j.BatchID = b.ID
+		b.CreditsEstimated += j.CreditsReserved
+	}
+	err = s.Store.InTx(ctx, func(tx Store) error {
+		if err := s.reserve(ctx, tx, p, projectID, jobs); err != nil {
+			return err
+		}
+		if err := tx.CreateBatch(ctx, b); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := tx.CreateJob(ctx, j); err != nil {
+				return err
+			}
+			if err := writeEvent(ctx, tx, EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, j := range jobs {
+		s.enqueue(ctx, j.ID)
+	}
+	return b, jobs, nil
+}
+
+// FindBatch returns a batch with its members. Codes: not_found, environment_mismatch.
+func (s *Jobs) FindBatch(ctx context.Context, p *Principal, id string) (*Batch, []*Job, error) {
+	if err := p.RequireScope(ScopeJobsRead); err != nil {
+		return nil, nil, err
+	}
+	if !ValidID(PrefixBatch, id) {
+		return nil, nil, NotFound("batch")
+	}
+	b, err := s.Store.FindBatchByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, NotFound("batch")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.CheckResource("batch", b.OrganizationID, b.ProjectID, b.Environment); err != nil {
+		return nil, nil, err
+	}
+	jobs, _, err := s.Store.FindJobs(ctx, JobFilter{Scope: Scope{OrganizationID: b.OrganizationID, ProjectID: b.ProjectID},
+		Environment: b.Environment, BatchID: b.ID, Page: Page{Limit: MaxBatchSize}})
+	return b, jobs, err
+}
+
+// BatchItemView is one member of a batch.
+type BatchItemView struct {
+	FileID string     `json:"file_id"`
+	JobID  string     `json:"job_id"`
+	State  string     `json:"state"`
+	Error  *ErrorView `json:"error"`
+}
+
+// BatchView is the batch object.
+type BatchView struct {
+	ID               string          `json:"id"`
+	Object           string          `json:"object"`
+	CreatedAt        time.Time       `json:"created_at"`
+	ProjectID        string          `json:"project_id"`
+	Operation        *string         `json:"operation"`
+	Preset           *string         `json:"preset"`
+	Options          json.RawMessage `json:"options"`
+	State            string          `json:"state"`
+	Counts           map[string]int  `json:"counts"`
+	CreditsEstimated int64           `json:"credits_estimated"`
+	CreditsCharged   int64           `json:"credits_charged"`
+	Items            []BatchItemView `json:"items"`
+}
+
+// BatchView returns the batch's representation from its members (oldest first).
+func (b *Batch) View(members []*Job) BatchView {
+	v := BatchView{ID: b.ID, Object: "batch", CreatedAt: b.CreatedAt, ProjectID: b.ProjectID, Operation: nullable(b.Operation),
+		Preset: nullable(b.Preset), Options: b.Options, State: "completed", Counts: map[string]int{},
+		CreditsEstimated: b.CreditsEstimated, Items: make([]BatchItemView, 0, len(members))}
+	for _, st := range JobStates {
+		v.Counts[st] = 0
+	}
+	for i := len(members) - 1; i >= 0; i-- { // members come newest first
+		j := members[i]
+		v.Counts[j.State]++
+		v.CreditsCharged += j.CreditsCharged
+		if !j.Terminal() {
+			v.State = "processing"
+		}
+		item := BatchItemView{FileID: j.FileID, JobID: j.ID, State: j.State}
+		if j.ErrorCode != "" {
+			item.Error = &ErrorView{Code: j.ErrorCode, Message: j.ErrorMessage}
+		}
+		v.Items = append(v.Items, item)
+	}
+	if len(v.Options) == 0 {
+		v.Options = json.RawMessage("{}")
+	}
+	return v
+}

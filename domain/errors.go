@@ -1,0 +1,140 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes of the /v1 contract (interface.md section 7). The REST door maps each to
+// its HTTP status in one table; GraphQL carries the same code in extensions.code.
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeUnsupportedFile      = "unsupported_file"
+	CodeFileTooLarge         = "file_too_large"
+	CodeCorruptedFile        = "corrupted_file"
+	CodeEncryptedFile        = "encrypted_file"
+	CodeUnsupportedOperation = "unsupported_operation"
+
+	CodeMissingCredentials = "missing_credentials"
+	CodeInvalidAPIKey      = "invalid_api_key"
+	CodeExpiredAPIKey      = "expired_api_key"
+	CodeRevokedAPIKey      = "revoked_api_key"
+	CodeAPIKeyInQuery      = "api_key_in_query"
+
+	CodePaymentRequired = "payment_required"
+
+	CodeInsufficientScope     = "insufficient_scope"
+	CodeIPNotAllowed          = "ip_not_allowed"
+	CodeOperationNotAllowed   = "operation_not_allowed"
+	CodeEnvironmentMismatch   = "environment_mismatch"
+	CodeOrganizationSuspended = "organization_suspended"
+	CodeForbidden             = "forbidden"
+	CodeKeyRestricted         = "key_restricted"
+
+	CodeNotFound = "not_found"
+
+	CodeIdempotencyConflict   = "idempotency_conflict"
+	CodeUploadSessionConsumed = "upload_session_consumed"
+	CodeConflict              = "conflict"
+
+	CodePayloadTooLarge = "payload_too_large"
+
+	CodeMalwareDetected        = "malware_detected"
+	CodePolicyViolation        = "policy_violation"
+	CodeValidationFailed       = "validation_failed"
+	CodeOutputValidationFailed = "output_validation_failed"
+	CodeUnsupportedInput       = "unsupported_input"
+
+	CodeKeySpendLimit       = "key_spend_limit"
+	CodeRateLimited         = "rate_limited"
+	CodeConcurrencyLimit    = "concurrency_limit"
+	CodeCreditsExhausted    = "credits_exhausted"
+	CodeAnonymousDailyLimit = "anonymous_daily_limit"
+
+	CodeInternal              = "internal_error"
+	CodeProcessingUnavailable = "processing_unavailable"
+	CodeDependencyUnavailable = "dependency_unavailable"
+	CodeTimeout               = "timeout"
+
+	// CodeNotImplemented marks an endpoint of the contract whose capability is not
+	// built yet. It is not a code of section 7; the REST door answers 501.
+	CodeNotImplemented = "not_implemented"
+)
+
+// Codes lists every code of the contract, for tests and the error table.
+var Codes = []string{
+	CodeInvalidRequest, CodeUnsupportedFile, CodeFileTooLarge, CodeCorruptedFile, CodeEncryptedFile,
+	CodeUnsupportedOperation, CodeMissingCredentials, CodeInvalidAPIKey, CodeExpiredAPIKey,
+	CodeRevokedAPIKey, CodeAPIKeyInQuery, CodePaymentRequired, CodeInsufficientScope,
+	CodeIPNotAllowed, CodeOperationNotAllowed, CodeEnvironmentMismatch, CodeOrganizationSuspended,
+	CodeForbidden, CodeKeyRestricted, CodeNotFound, CodeIdempotencyConflict,
+	CodeUploadSessionConsumed, CodeConflict, CodePayloadTooLarge, CodeMalwareDetected,
+	CodePolicyViolation, CodeValidationFailed, CodeOutputValidationFailed, CodeUnsupportedInput,
+	CodeKeySpendLimit, CodeRateLimited, CodeConcurrencyLimit, CodeCreditsExhausted,
+	CodeAnonymousDailyLimit, CodeInternal, CodeProcessingUnavailable, CodeDependencyUnavailable,
+	CodeTimeout,
+}
+
+// Error is an error a client can act on: a contract code, a human sentence, the
+// offending parameter when there is one, and extra details.
+type Error struct {
+	Code    string
+	Message string
+	Param   string
+	Details map[string]any
+	// RetryAfter, in seconds, for the 429 and 503 codes that know when to come back.
+	RetryAfter int
+}
+
+func (e *Error) Error() string {
+	if e.Param != "" {
+		return fmt.Sprintf("%s: %s (param %s)", e.Code, e.Message, e.Param)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidParam returns an invalid_request error naming the offending parameter.
+func InvalidParam(param, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// NotFound is the answer for a missing resource and for one of another organization.
+func NotFound(kind string) *Error {
+	return &Error{Code: CodeNotFound, Message: "no such " + kind}
+}
+
+// ErrNotFound is returned by stores for a missing row; services turn it into NotFound.
+var ErrNotFound = errors.New("not found")
+
+// ErrorCode returns the contract code of err, falling back to internal_error.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if errors.Is(err, ErrNotFound) {
+		return CodeNotFound
+	}
+	return CodeInternal
+}
+
+// AsError returns err as an *Error, or nil when it carries no contract code.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+// Store sentinels for conditional ledger movements.
+var (
+	ErrInsufficientCredits = errors.New("insufficient credits")
+	ErrLedgerMismatch      = errors.New("ledger movement exceeds reservation")
+	ErrDuplicate           = errors.New("duplicate")
+)

@@ -1,0 +1,413 @@
+package domain
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"time"
+)
+
+// Files completes, lists, deletes and hands out downloads of files.
+type Files struct {
+	Store  Store
+	Blobs  Blobs
+	Clock  Clock
+	Config Config
+	Usage  *Usage
+}
+
+// writeEvent writes one outbox row in tx. subjectID is the file the event concerns, so
+// a file's history is one ordered read.
+func writeEvent(ctx context.Context, tx Store, typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) error {
+	e, err := NewEvent(typ, orgID, projectID, env, subjectID, obj, at)
+	if err != nil {
+		return err
+	}
+	return tx.CreateEvent(ctx, e)
+}
+
+// findFile returns a file the key may see; deleted files do not exist.
+// Codes: not_found, environment_mismatch, key_restricted.
+func (s *Files) findFile(ctx context.Context, p *Principal, id string) (*File, error) {
+	if !ValidID(PrefixFile, id) {
+		return nil, NotFound("file")
+	}
+	f, err := s.Store.FindFileByID(ctx, id)
+	if errors.Is(err, ErrNotFound) || (err == nil && f.Status == FileDeleted) {
+		return nil, NotFound("file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// GetFile returns a file with its artifacts. Codes: not_found, environment_mismatch.
+func (s *Files) GetFile(ctx context.Context, p *Principal, id string) (*File, error) {
+	if err := p.RequireScope(ScopeFilesRead); err != nil {
+		return nil, err
+	}
+	f, err := s.findFile(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if f.Artifacts, err = s.Store.FindArtifactsByFile(ctx, f.ID); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ListFiles lists files newest first. Codes: invalid_request.
+func (s *Files) ListFiles(ctx context.Context, p *Principal, projectID string, page Page) (List[*File], error) {
+	if err := p.RequireScope(ScopeFilesRead); err != nil {
+		return List[*File]{}, err
+	}
+	if err := ValidatePage(&page, PrefixFile); err != nil {
+		return List[*File]{}, err
+	}
+	scope, err := listScope(ctx, s.Store, p, projectID)
+	if err != nil {
+		return List[*File]{}, err
+	}
+	if page.StartingAfter != "" {
+		err := checkCursor(ctx, func(ctx context.Context) (string, string, Environment, error) {
+			f, err := s.Store.FindFileByID(ctx, page.StartingAfter)
+			if err != nil {
+				return "", "", "", err
+			}
+			return f.OrganizationID, f.ProjectID, f.Environment, nil
+		}, scope, p.Environment())
+		if err != nil {
+			return List[*File]{}, err
+		}
+	}
+	data, more, err := s.Store.FindFiles(ctx, FileFilter{Scope: scope, Environment: p.Environment(), Page: page})
+	if err != nil {
+		return List[*File]{}, err
+	}
+	for _, f := range data {
+		if f.Artifacts, err = s.Store.FindArtifactsByFile(ctx, f.ID); err != nil {
+			return List[*File]{}, err
+		}
+	}
+	return List[*File]{Data: data, HasMore: more}, nil
+}
+
+// CompleteFile declares that the bytes of a single-PUT session have landed, and runs
+// detection, the validation policy, SHA-256 and duplicate detection on the stored bytes.
+// Codes: not_found, upload_session_consumed (already completed), conflict (bytes not
+// there yet; a multipart session), validation_failed (the file is rejected).
+func (s *Files) CompleteFile(ctx context.Context, p *Principal, id string) (*File, error) {
+	if err := p.RequireScope(ScopeFilesWrite); err != nil {
+		return nil, err
+	}
+	f, err := s.findFile(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.Store.FindUploadByID(ctx, f.UploadID)
+	if err != nil {
+		return nil, fmt.Errorf("upload of file %s: %w", f.ID, err)
+	}
+	if u.State != UploadOpen || f.Status != FileAwaitingUpload {
+		return nil, consumed(u)
+	}
+	if u.Multipart {
+		return nil, &Error{Code: CodeConflict, Message: "this file is uploaded in parts: finish with POST /v1/uploads/" + u.ID + "/complete-parts"}
+	}
+	return s.complete(ctx, u, f)
+}
+
+// measurement is what completion learns from the stored bytes.
+type measurement struct {
+	size   int64
+	format Format
+	sha256 string
+}
+
+// measure reads the stored object once: the head for detection and, within the hash
+// window, every byte for SHA-256.
+func (s *Files) measure(ctx context.Context, key string) (*measurement, error) {
+	size, err := s.Blobs.Stat(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, &Error{Code: CodeConflict, Message: "no bytes have landed for this file yet: PUT them to the upload URL first"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", key, err)
+	}
+	rc, err := s.Blobs.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer rc.Close()
+	m := &measurement{size: size}
+	head := &headBuffer{max: DetectSniffBytes}
+	var h hash.Hash
+	var w io.Writer = head
+	hashed := size <= s.Config.HashWindow
+	if hashed {
+		h = sha256.New()
+		w = io.MultiWriter(head, h)
+	}
+	buf := make([]byte, 1<<20)
+	if hashed {
+		if _, err := io.CopyBuffer(w, rc, buf); err != nil {
+			return nil, fmt.Errorf("hash %s: %w", key, err)
+		}
+		m.sha256 = hex.EncodeToString(h.Sum(nil))
+	} else if _, err := io.CopyBuffer(w, io.LimitReader(rc, DetectSniffBytes), buf); err != nil {
+		return nil, fmt.Errorf("read head of %s: %w", key, err)
+	}
+	m.format = Detect(head.Bytes())
+	return m, nil
+}
+
+// headBuffer keeps the first max bytes written to it and discards the rest.
+type headBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// judge applies the validation policy and the deployment's limits to a measurement.
+func judge(u *Upload, f *File, m *measurement, maxFileSize int64) []Finding {
+	var out []Finding
+	if m.size > maxFileSize {
+		out = append(out, Finding{Code: CodeFileTooLarge, Message: fmt.Sprintf("the file has %d bytes; the limit is %d", m.size, maxFileSize)})
+	}
+	if u.ByteSize > 0 && m.size != u.ByteSize {
+		out = append(out, Finding{Code: "size_mismatch", Message: fmt.Sprintf("%d bytes were declared, %d arrived", u.ByteSize, m.size)})
+	}
+	if f.DeclaredMIMEType != "" && !declaredMatches(f.DeclaredMIMEType, m.format) {
+		out = append(out, Finding{Code: "mime_type_mismatch", Message: fmt.Sprintf("declared %s but the bytes are %s", f.DeclaredMIMEType, m.format.MIMEType)})
+	}
+	if v := u.Validation; v != nil {
+		if len(v.Formats) > 0 {
+			ok := false
+			for _, e := range v.Formats {
+				ok = ok || FormatMatches(m.format, e)
+			}
+			if !ok {
+				out = append(out, Finding{Code: "format_not_allowed", Message: fmt.Sprintf("detected %s (%s), which is not among the allowed formats", m.format.Extension, m.format.MIMEType)})
+			}
+		}
+		if v.MaxBytes > 0 && m.size > v.MaxBytes {
+			out = append(out, Finding{Code: "too_large", Message: fmt.Sprintf("the file has %d bytes; the policy allows at most %d", m.size, v.MaxBytes)})
+		}
+		if v.MinBytes > 0 && m.size < v.MinBytes {
+			out = append(out, Finding{Code: "too_small", Message: fmt.Sprintf("the file has %d bytes; the policy requires at least %d", m.size, v.MinBytes)})
+		}
+	}
+	return out
+}
+
+// complete is the standard completion of a session whose bytes are in storage.
+func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error) {
+	m, err := s.measure(ctx, u.StorageKey)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Clock.Now()
+	f.ByteSize, f.DetectedExt, f.DetectedMIMEType, f.SHA256 = m.size, m.format.Extension, m.format.MIMEType, m.sha256
+	f.Findings = judge(u, f, m, s.Config.MaxFileSize)
+	f.Status, f.ReadyAt = FileReady, &now
+	event := EventFileReady
+	if len(f.Findings) > 0 {
+		f.Status, f.ReadyAt, event = FileRejected, nil, EventFileRejected
+	}
+	err = s.Store.InTx(ctx, func(tx Store) error {
+		if f.Status == FileReady && f.SHA256 != "" {
+			dup, err := tx.FindOldestReadyFileByHash(ctx, f.ProjectID, f.SHA256, f.ID)
+			switch {
+			case err == nil && dup.Environment == f.Environment:
+				f.DuplicateOf = dup.ID
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
+		ok, err := tx.TransitionUpload(ctx, u.ID, UploadOpen, UploadCompleted, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return consumed(&Upload{State: UploadCompleted})
+		}
+		if ok, err := tx.UpdateFile(ctx, f, FileAwaitingUpload); err != nil || !ok {
+			if err == nil {
+				err = consumed(&Upload{State: UploadCompleted})
+			}
+			return err
+		}
+		return writeEvent(ctx, tx, event, f.OrganizationID, f.ProjectID, f.Environment, f.ID, f.View(), now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	u.State = UploadCompleted
+	f.Artifacts = []*Artifact{}
+	if f.Status == FileRejected {
+		return f, &Error{Code: CodeValidationFailed, Message: "the file failed its validation policy",
+			Details: map[string]any{"findings": f.Findings, "file_id": f.ID}}
+	}
+	return f, nil
+}
+
+// DeleteFile deletes a file and its artifacts, bytes included; later calls answer 404.
+// Codes: not_found, environment_mismatch.
+func (s *Files) DeleteFile(ctx context.Context, p *Principal, id string) error {
+	if err := p.RequireScope(ScopeFilesWrite); err != nil {
+		return err
+	}
+	f, err := s.findFile(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	arts, err := s.Store.FindArtifactsByFile(ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	from, now := f.Status, s.Clock.Now()
+	err = s.Store.InTx(ctx, func(tx Store) error {
+		f.Status, f.DeletedAt = FileDeleted, &now
+		ok, err := tx.UpdateFile(ctx, f, from)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return NotFound("file")
+		}
+		return writeEvent(ctx, tx, EventFileDeleted, f.OrganizationID, f.ProjectID, f.Environment, f.ID, f.View(), now)
+	})
+	if err != nil {
+		return err
+	}
+	if from == FileAwaitingUpload {
+		if u, err := s.Store.FindUploadByID(ctx, f.UploadID); err == nil && u.Multipart {
+			_ = s.Blobs.(MultipartBlobs).AbortMultipart(ctx, u.StorageKey, u.StorageUploadID)
+		}
+	}
+	// The row says deleted before the bytes go, so nothing can hand out a URL to bytes
+	// being removed; a failure here leaves orphans, never a file without bytes.
+	for _, a := range arts {
+		if err := s.Blobs.Delete(ctx, a.StorageKey); err != nil {
+			return fmt.Errorf("delete artifact %s: %w", a.ID, err)
+		}
+	}
+	if err := s.Blobs.Delete(ctx, f.StorageKey); err != nil {
+		return fmt.Errorf("delete file %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+// History returns what happened to a file, oldest first, from the outbox.
+// Codes: not_found, environment_mismatch.
+func (s *Files) History(ctx context.Context, p *Principal, id string) ([]*Event, error) {
+	if err := p.RequireScope(ScopeFilesRead); err != nil {
+		return nil, err
+	}
+	f, err := s.findFile(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.FindEventsBySubject(ctx, f.OrganizationID, f.ID)
+}
+
+// DownloadURL is a minted download link.
+type DownloadURL struct {
+	URL        string
+	ExpiresAt  time.Time
+	FileID     string
+	ArtifactID string
+	CreatedAt  time.Time
+}
+
+// Download URL lifetimes (seconds).
+const (
+	MinDownloadTTL     = 60
+	MaxDownloadTTL     = 86400
+	DefaultDownloadTTL = 3600
+)
+
+// MintDownloadURL decides whether the key may read the file (or one of its artifacts)
+// and only then signs a short-lived URL. Rejected files are quarantined.
+// Codes: invalid_request (artifact_id, expires_in), not_found, environment_mismatch,
+// forbidden (rejected file), conflict (bytes not uploaded yet).
+func (s *Files) MintDownloadURL(ctx context.Context, p *Principal, fileID, artifactID string, expiresIn int) (*DownloadURL, error) {
+	if err := p.RequireScope(ScopeFilesRead); err != nil {
+		return nil, err
+	}
+	if expiresIn == 0 {
+		expiresIn = DefaultDownloadTTL
+	}
+	if expiresIn < MinDownloadTTL || expiresIn > MaxDownloadTTL {
+		return nil, InvalidParam("expires_in", "expires_in must be between %d and %d seconds", MinDownloadTTL, MaxDownloadTTL)
+	}
+	if artifactID != "" && !ValidID(PrefixArtifact, artifactID) {
+		return nil, InvalidParam("artifact_id", "artifact_id must be an art_ id")
+	}
+	f, err := s.findFile(ctx, p, fileID)
+	if err != nil {
+		return nil, err
+	}
+	switch f.Status {
+	case FileReady:
+	case FileRejected:
+		return nil, &Error{Code: CodeForbidden, Message: "the file was rejected by its validation policy and is quarantined: it cannot be downloaded",
+			Details: map[string]any{"findings": f.Findings}}
+	default:
+		return nil, &Error{Code: CodeConflict, Message: "the file is " + f.Status + ": there is nothing to download",
+			Details: map[string]any{"status": f.Status}}
+	}
+	key, name, size := f.StorageKey, f.Filename, f.ByteSize
+	if artifactID != "" {
+		a, err := s.Store.FindArtifactByID(ctx, artifactID)
+		if err != nil || a.FileID != f.ID {
+			return nil, &Error{Code: CodeNotFound, Message: "no such artifact of this file", Param: "artifact_id"}
+		}
+		key, name, size = a.StorageKey, a.Name, a.ByteSize
+	}
+	ttl := time.Duration(expiresIn) * time.Second
+	url, err := s.Blobs.PresignGet(ctx, key, ttl, name)
+	if err != nil {
+		return nil, fmt.Errorf("presign download: %w", err)
+	}
+	now := s.Clock.Now()
+	if s.Usage != nil && !s.Usage.EgressAtServe {
+		// The store serves the bytes unseen: count the object once per URL minted.
+		if err := s.Store.AddEgress(ctx, f.OrganizationID, f.ProjectID, f.Environment, now, size); err != nil {
+			return nil, err
+		}
+	}
+	return &DownloadURL{URL: url, ExpiresAt: now.Add(ttl), FileID: f.ID, ArtifactID: artifactID, CreatedAt: now}, nil
+}
+
+// hashingReader computes the SHA-256 of what passes through it.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+}
+
+func newHashingReader(r io.Reader) *hashingReader { return &hashingReader{r: r, h: sha256.New()} }
+
+func (h *hashingReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.h.Write(p[:n])
+	return n, err
+}
+
+// Sum returns the hex digest of what was read.
+func (h *hashingReader) Sum() string { return hex.EncodeToString(h.h.Sum(nil)) }

@@ -1,0 +1,583 @@
+package domain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// JobRequest is the body of POST /v1/jobs (and, per member, of a batch).
+type JobRequest struct {
+	FileID    string
+	Operation string
+	Preset    string
+	Options   json.RawMessage
+}
+
+// resolveOperation finds the operation or preset of a request and checks the key may
+// run it. Codes: invalid_request, unsupported_operation, operation_not_allowed.
+func resolveOperation(p *Principal, operation, preset string) (*Operation, error) {
+	switch {
+	case operation != "" && preset != "":
+		return nil, InvalidParam("preset", "give either operation or preset, not both")
+	case operation == "" && preset == "":
+		return nil, InvalidParam("operation", "operation or preset is required")
+	}
+	var op *Operation
+	if operation != "" {
+		if op = FindOperation(operation, "operation"); op == nil {
+			return nil, &Error{Code: CodeUnsupportedOperation, Param: "operation", Message: fmt.Sprintf("unknown operation %q; GET /v1/operations lists them", operation)}
+		}
+	} else if op = FindOperation(preset, "preset"); op == nil {
+		return nil, &Error{Code: CodeUnsupportedOperation, Param: "preset", Message: fmt.Sprintf("unknown preset %q (presets: ai-ready, document, image, avatar, inspect)", preset)}
+	}
+	if err := p.RequireOperation(op.Name); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// estimatePages guesses the pages of page-priced work before any engine has looked at
+// the file; settlement charges what was processed, never more than this reservation.
+func estimatePages(f *File) int64 {
+	const bytesPerPage = 64 << 10
+	pages := (f.ByteSize + bytesPerPage - 1) / bytesPerPage
+	return max(1, min(pages, 2000))
+}
+
+// Estimate is the credits reserved for running op on f.
+func (op *Operation) Estimate(f *File) int64 {
+	if op.Price.Per == "page" {
+		return op.Price.Credits * estimatePages(f)
+	}
+	return op.Price.Credits
+}
+
+// admission is a job checked and priced, ready to be written.
+type admission struct {
+	job *Job
+	op  *Operation
+}
+
+// admit checks one file for an operation: the file may be seen and is ready, the
+// operation takes its format and can run here. Codes: not_found, environment_mismatch,
+// key_restricted, conflict (file not ready), unsupported_input, processing_unavailable.
+func (s *Jobs) admit(ctx context.Context, p *Principal, op *Operation, options json.RawMessage, fileID, param string) (*admission, error) {
+	if !ValidID(PrefixFile, fileID) {
+		return nil, InvalidParam(param, "%s must be a file_ id", param)
+	}
+	f, err := s.Store.FindFileByID(ctx, fileID)
+	if errors.Is(err, ErrNotFound) || (err == nil && f.Status == FileDeleted) {
+		return nil, &Error{Code: CodeNotFound, Message: "no such file " + fileID, Param: param, Details: map[string]any{"file_id": fileID}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
+		if de := AsError(err); de != nil {
+			de.Param, de.Details = param, map[string]any{"file_id": fileID}
+		}
+		return nil, err
+	}
+	if f.Status != FileReady {
+		return nil, &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is %s, not ready", f.ID, f.Status),
+			Details: map[string]any{"file_id": f.ID, "status": f.Status}}
+	}
+	format := Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}
+	if !op.Accepts(format) {
+		return nil, &Error{Code: CodeUnsupportedInput, Param: param, Message: fmt.Sprintf("%s does not take %s files", op.Name, format.Extension),
+			Details: map[string]any{"file_id": f.ID, "detected_format": format, "input_formats": op.InputFormats}}
+	}
+	for _, e := range op.Engines() {
+		if s.Engines[e] == nil {
+			return nil, &Error{Code: CodeProcessingUnavailable, Message: fmt.Sprintf("%s needs the %s engine, which is not available on this deployment", op.Name, e)}
+		}
+	}
+	now := s.Clock.Now()
+	j := &Job{ID: NewID(PrefixJob), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID, Environment: f.Environment,
+		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: op.Estimate(f), CreatedAt: now}
+	if op.Kind == "preset" {
+		j.Preset = op.Name
+	} else {
+		j.Operation = op.Name
+	}
+	return &admission{job: j, op: op}, nil
+}
+
+// reserve checks the spend limit and the project's concurrency limit and reserves the
+// credits of jobs, all in tx. Codes: key_spend_limit, concurrency_limit,
+// credits_exhausted, payment_required.
+func (s *Jobs) reserve(ctx context.Context, tx Store, p *Principal, projectID string, jobs []*Job) error {
+	var total int64
+	for _, j := range jobs {
+		total += j.CreditsReserved
+	}
+	if limit := p.Key.SpendLimit; limit > 0 {
+		now := s.Clock.Now()
+		charged, err := tx.SumCharged(ctx, p.Key.ID, MonthStart(now))
+		if err != nil {
+			return err
+		}
+		held, err := tx.SumReservedOutstanding(ctx, p.Key.ID)
+		if err != nil {
+			return err
+		}
+		if charged+held+total > limit {
+			return &Error{Code: CodeKeySpendLimit, RetryAfter: int(time.Until(MonthStart(now).AddDate(0, 1, 0)).Seconds()) + 1,
+				Message: fmt.Sprintf("this key may spend %d credits a month; %d are spent or held and this needs %d", limit, charged+held, total)}
+		}
+	}
+	prj, err := tx.FindProjectByID(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	limit := prj.ConcurrencyLimit
+	if limit == 0 {
+		limit = s.Config.DefaultConcurrencyLimit
+	}
+	active, err := tx.CountActiveJobs(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	if active >= limit {
+		return &Error{Code: CodeConcurrencyLimit, RetryAfter: 5,
+			Message: fmt.Sprintf("the project has %d jobs queued or running; its limit is %d", active, limit)}
+	}
+	acct, err := tx.FindCreditAccount(ctx, p.Organization.ID, p.Environment())
+	if err != nil {
+		return err
+	}
+	if acct.Balance == 0 {
+		return &Error{Code: CodeCreditsExhausted, RetryAfter: 3600, Message: "the organization has no credits left in the " + string(p.Environment()) + " environment"}
+	}
+	for _, j := range jobs {
+		e := &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: LedgerReserve, Amount: j.CreditsReserved,
+			JobID: j.ID, APIKeyID: p.Key.ID, ProjectID: j.ProjectID, Description: "reserve for " + j.ID, CreatedAt: j.CreatedAt}
+		if err := tx.ApplyLedgerEntry(ctx, e); err != nil {
+			if errors.Is(err, ErrInsufficientCredits) {
+				return &Error{Code: CodePaymentRequired, Message: fmt.Sprintf("this needs %d credits; the balance is %d", total, acct.Balance),
+					Details: map[string]any{"credits_required": total, "credits_balance": acct.Balance}}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// MonthStart is the first instant of t's calendar month, UTC: the usage period.
+func MonthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// CreateJob admits, prices and queues a job: the job, its credit reservation and its
+// event are written in one transaction, and the task is enqueued after commit.
+// Codes: invalid_request, unsupported_operation, operation_not_allowed, not_found,
+// environment_mismatch, key_restricted, conflict, unsupported_input,
+// processing_unavailable, key_spend_limit, concurrency_limit, credits_exhausted,
+// payment_required.
+func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Job, error) {
+	if err := p.RequireScope(ScopeJobsWrite); err != nil {
+		return nil, err
+	}
+	if req.FileID == "" {
+		return nil, InvalidParam("file_id", "file_id is required")
+	}
+	op, err := resolveOperation(p, req.Operation, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	options, err := op.ValidateOptions(req.Options)
+	if err != nil {
+		return nil, err
+	}
+	adm, err := s.admit(ctx, p, op, options, req.FileID, "file_id")
+	if err != nil {
+		return nil, err
+	}
+	j := adm.job
+	err = s.Store.InTx(ctx, func(tx Store) error {
+		if err := s.reserve(ctx, tx, p, j.ProjectID, []*Job{j}); err != nil {
+			return err
+		}
+		if err := tx.CreateJob(ctx, j); err != nil {
+			return err
+		}
+		return writeEvent(ctx, tx, EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.enqueue(ctx, j.ID)
+	j.Artifacts = []*Artifact{}
+	return j, nil
+}
+
+// enqueue hands a committed job to the queue. A failure is only logged by the caller's
+// absence of a task: the queued-job sweep enqueues it again.
+func (s *Jobs) enqueue(ctx context.Context, id string) {
+	if s.Queue != nil {
+		_ = s.Queue.EnqueueJob(context.WithoutCancel(ctx), id)
+	}
+}
+
+// CancelJob cancels a queued job and releases its credits. A job a worker has claimed
+// keeps running. Codes: not_found, environment_mismatch, conflict (with its state).
+func (s *Jobs) CancelJob(ctx context.Context, p *Principal, id string) (*Job, error) {
+	if err := p.RequireScope(ScopeJobsWrite); err != nil {
+		return nil, err
+	}
+	j, err := s.FindJob(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.State == JobCancelled {
+		return j, nil
+	}
+	if j.State != JobQueued {
+		return nil, &Error{Code: CodeConflict, Message: "the job is " + j.State + " and can no longer be cancelled",
+			Details: map[string]any{"state": j.State}}
+	}
+	now := s.Clock.Now()
+	err = s.Store.InTx(ctx, func(tx Store) error {
+		j.State, j.FinishedAt = JobCancelled, &now
+		ok, err := tx.UpdateJob(ctx, j, JobQueued)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			cur, err := tx.FindJobByID(ctx, j.ID)
+			if err != nil {
+				return err
+			}
+			return &Error{Code: CodeConflict, Message: "the job is " + cur.State + " and can no longer be cancelled",
+				Details: map[string]any{"state": cur.State}}
+		}
+		if err := s.release(ctx, tx, j, j.CreditsReserved); err != nil {
+			return err
+		}
+		return writeEvent(ctx, tx, EventJobCancelled, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func (s *Jobs) release(ctx context.Context, tx Store, j *Job, amount int64) error {
+	return s.ledger(ctx, tx, j, LedgerRelease, amount)
+}
+
+func (s *Jobs) ledger(ctx context.Context, tx Store, j *Job, kind string, amount int64) error {
+	if amount <= 0 {
+		return nil
+	}
+	acct, err := tx.FindCreditAccount(ctx, j.OrganizationID, j.Environment)
+	if err != nil {
+		return err
+	}
+	return tx.ApplyLedgerEntry(ctx, &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: kind, Amount: amount,
+		JobID: j.ID, APIKeyID: j.APIKeyID, ProjectID: j.ProjectID, Description: kind + " for " + j.ID, CreatedAt: s.Clock.Now()})
+}
+
+// ErrJobSkipped tells the worker the task has nothing to do (the job was cancelled or
+// already finished): acknowledge it.
+var ErrJobSkipped = errors.New("job is not runnable")
+
+// ClaimJob moves a queued job to running (or takes back a running job whose worker
+// died: its task came back after the lease), counting the attempt.
+func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
+	var j *Job
+	err := s.Store.InTx(ctx, func(tx Store) error {
+		var err error
+		if j, err = tx.FindJobByID(ctx, id); err != nil {
+			return err
+		}
+		if j.State != JobQueued && j.State != JobRunning {
+			return ErrJobSkipped
+		}
+		from, now := j.State, s.Clock.Now()
+		j.State, j.Attempts = JobRunning, j.Attempts+1
+		if j.StartedAt == nil {
+			j.StartedAt = &now
+		}
+		ok, err := tx.UpdateJob(ctx, j, from)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrJobSkipped
+		}
+		if from == JobQueued {
+			return writeEvent(ctx, tx, EventJobRunning, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrJobSkipped
+	}
+	return j, err
+}
+
+// RunJob runs a claimed job's engine steps on a local copy of its file, in a temporary
+// directory removed afterwards, and stores the artifacts. It returns what to settle.
+func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact, int, error) {
+	f, err := s.Store.FindFileByID(ctx, j.FileID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("file of job %s: %w", j.ID, err)
+	}
+	if f.Status != FileReady {
+		return nil, 0, &Error{Code: CodeConflict, Message: "the file is " + f.Status}
+	}
+	op := FindOperation(j.Operation, "operation")
+	if j.Preset != "" {
+		op = FindOperation(j.Preset, "preset")
+	}
+	if op == nil {
+		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "unknown operation"}
+	}
+	dir, err := os.MkdirTemp(tmpRoot, "job-"+j.ID+"-")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(dir)
+	input := filepath.Join(dir, "input")
+	if err := s.download(ctx, f.StorageKey, input); err != nil {
+		return nil, 0, &Error{Code: CodeDependencyUnavailable, Message: "reading the file from storage failed: " + err.Error()}
+	}
+	steps := []string{op.Name}
+	if op.Kind == "preset" {
+		steps = op.Steps
+	}
+	var arts []*Artifact
+	units := 0
+	for i, step := range steps {
+		sop := FindOperation(step, "operation")
+		eng := s.Engines[sop.Engine]
+		if eng == nil {
+			return nil, 0, &Error{Code: CodeProcessingUnavailable, Message: "the " + sop.Engine + " engine is not available"}
+		}
+		work := filepath.Join(dir, fmt.Sprintf("step%d", i))
+		if err := os.Mkdir(work, 0o700); err != nil {
+			return nil, 0, err
+		}
+		out, err := eng.Run(ctx, EngineInput{Operation: step, Options: j.Options, Path: input, Filename: f.Filename,
+			Format: Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}, ByteSize: f.ByteSize, SHA256: f.SHA256,
+			WorkDir: work, Progress: s.progressFunc(ctx, j, i, len(steps))})
+		if err != nil {
+			if ctx.Err() != nil && AsError(err) == nil {
+				return nil, 0, &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
+			}
+			return nil, 0, err
+		}
+		units += out.Units
+		for _, ea := range out.Artifacts {
+			a, err := s.storeArtifact(ctx, j, f, ea)
+			if err != nil {
+				return nil, 0, err
+			}
+			arts = append(arts, a)
+		}
+	}
+	return arts, units, nil
+}
+
+func (s *Jobs) download(ctx context.Context, key, path string) error {
+	rc, err := s.Blobs.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyBuffer(out, rc, make([]byte, 1<<20)); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func (s *Jobs) storeArtifact(ctx context.Context, j *Job, f *File, ea EngineArtifact) (*Artifact, error) {
+	fh, err := os.Open(ea.Path)
+	if err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", ea.Name, err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	a := &Artifact{ID: NewID(PrefixArtifact), OrganizationID: j.OrganizationID, FileID: f.ID, JobID: j.ID, Name: ea.Name,
+		MIMEType: ea.MIMEType, ByteSize: st.Size(), CreatedAt: s.Clock.Now()}
+	a.StorageKey = ArtifactKey(f, a.ID)
+	h := newHashingReader(fh)
+	if err := s.Blobs.Put(ctx, a.StorageKey, h, st.Size()); err != nil {
+		return nil, &Error{Code: CodeDependencyUnavailable, Message: "storing an artifact failed: " + err.Error()}
+	}
+	a.SHA256 = h.Sum()
+	return a, nil
+}
+
+// progressFunc records page-wise progress, at most every few percent, outside any
+// transaction; a lost update is harmless.
+func (s *Jobs) progressFunc(ctx context.Context, j *Job, step, steps int) func(int) {
+	last := -10
+	return func(pct int) {
+		total := (step*100 + min(max(pct, 0), 100)) / steps
+		if total-last < 5 && total != 100 {
+			return
+		}
+		last = total
+		cp := *j
+		cp.Progress = total
+		if ok, _ := s.Store.UpdateJob(ctx, &cp, JobRunning); ok {
+			j.Progress = total
+		}
+	}
+}
+
+// SettleJob records success: the artifacts, the charge (the actual cost, never above
+// the reservation) and the release of the rest, the state and its event, in one
+// transaction. Settling twice changes nothing.
+func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, units int) error {
+	op := FindOperation(j.Operation, "operation")
+	if j.Preset != "" {
+		op = FindOperation(j.Preset, "preset")
+	}
+	cost := op.Price.Credits
+	if op.Price.Per == "page" {
+		cost = op.Price.Credits * int64(max(units, 1))
+	}
+	cost = min(cost, j.CreditsReserved)
+	now := s.Clock.Now()
+	return s.Store.InTx(ctx, func(tx Store) error {
+		cur, err := tx.FindJobByID(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != JobRunning || cur.Attempts != j.Attempts {
+			return ErrJobSkipped // another attempt settled it
+		}
+		j.State, j.Progress, j.CreditsCharged, j.FinishedAt = JobSucceeded, 100, cost, &now
+		ok, err := tx.UpdateJob(ctx, j, JobRunning)
+		if err != nil || !ok {
+			if err == nil {
+				err = ErrJobSkipped
+			}
+			return err
+		}
+		for _, a := range arts {
+			if err := tx.CreateArtifact(ctx, a); err != nil {
+				return err
+			}
+		}
+		if err := s.ledger(ctx, tx, j, LedgerCharge, cost); err != nil {
+			return err
+		}
+		if err := s.release(ctx, tx, j, j.CreditsReserved-cost); err != nil {
+			return err
+		}
+		j.Artifacts = arts
+		return writeEvent(ctx, tx, EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
+	})
+}
+
+// FailJob records a final failure: nothing is charged, the reservation is released.
+func (s *Jobs) FailJob(ctx context.Context, j *Job, cause error) error {
+	code, msg := ErrorCode(cause), "internal error"
+	if de := AsError(cause); de != nil {
+		msg = de.Message
+	}
+	now := s.Clock.Now()
+	return s.Store.InTx(ctx, func(tx Store) error {
+		cur, err := tx.FindJobByID(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != JobRunning {
+			return ErrJobSkipped
+		}
+		j.Progress = cur.Progress
+		j.State, j.ErrorCode, j.ErrorMessage, j.FinishedAt = JobFailed, code, msg, &now
+		ok, err := tx.UpdateJob(ctx, j, JobRunning)
+		if err != nil || !ok {
+			if err == nil {
+				err = ErrJobSkipped
+			}
+			return err
+		}
+		if err := s.release(ctx, tx, j, j.CreditsReserved); err != nil {
+			return err
+		}
+		return writeEvent(ctx, tx, EventJobFailed, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
+	})
+}
+
+// NonRetryable lists the codes that fail a job at once: retrying cannot help.
+var NonRetryable = []string{CodeCorruptedFile, CodeEncryptedFile, CodeUnsupportedInput, CodeMalwareDetected,
+	CodeInvalidRequest, CodeUnsupportedOperation, CodeValidationFailed, CodePolicyViolation,
+	CodeOutputValidationFailed, CodeNotFound, CodePaymentRequired, CodeConflict, CodeUnsupportedFile, CodeFileTooLarge}
+
+// Retryable reports whether a failure may succeed on another attempt (timeouts, a
+// crashed tool, an unavailable dependency, anything unexpected).
+func Retryable(err error) bool {
+	return !slices.Contains(NonRetryable, ErrorCode(err))
+}
+
+// ProcessJob is the whole of one attempt: claim, run, settle. final says whether this
+// is the last attempt the queue will make; a retryable failure on an earlier attempt is
+// returned for the queue to retry, with the job still running.
+func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) error {
+	j, err := s.ClaimJob(ctx, id)
+	if err != nil {
+		return err
+	}
+	arts, units, runErr := s.RunJob(ctx, j, tmpRoot)
+	if runErr == nil {
+		err := s.SettleJob(context.WithoutCancel(ctx), j, arts, units)
+		if err != nil && !errors.Is(err, ErrJobSkipped) {
+			return err
+		}
+		if errors.Is(err, ErrJobSkipped) {
+			s.discardArtifacts(ctx, arts)
+		}
+		return nil
+	}
+	s.discardArtifacts(ctx, arts)
+	if Retryable(runErr) && !final {
+		return runErr
+	}
+	if err := s.FailJob(context.WithoutCancel(ctx), j, runErr); err != nil && !errors.Is(err, ErrJobSkipped) {
+		return err
+	}
+	return nil
+}
+
+func (s *Jobs) discardArtifacts(ctx context.Context, arts []*Artifact) {
+	for _, a := range arts {
+		_ = s.Blobs.Delete(context.WithoutCancel(ctx), a.StorageKey)
+	}
+}
+
+// RequeueStale enqueues queued jobs older than age again: their task may have been lost
+// between commit and enqueue, or with an embedded Redis that restarted.
+func (s *Jobs) RequeueStale(ctx context.Context, age time.Duration, limit int) (int, error) {
+	js, err := s.Store.FindStaleQueuedJobs(ctx, s.Clock.Now().Add(-age), limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, j := range js {
+		if err := s.Queue.EnqueueJob(ctx, j.ID); err != nil {
+			return 0, err
+		}
+	}
+	return len(js), nil
+}

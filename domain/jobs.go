@@ -1,0 +1,81 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// Jobs runs operations on files.
+type Jobs struct {
+	Store   Store
+	Blobs   Blobs
+	Queue   Queue
+	Clock   Clock
+	Config  Config
+	Engines map[string]Engine // by engine name; a missing engine makes its operations unavailable
+}
+
+// JobQuery is a list request.
+type JobQuery struct {
+	ProjectID string
+	State     string
+	Page
+}
+
+// ListJobs lists jobs newest first. Codes: invalid_request (limit, starting_after,
+// state, project_id), not_found/key_restricted (project_id), insufficient_scope.
+func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Job], error) {
+	if err := p.RequireScope(ScopeJobsRead); err != nil {
+		return List[*Job]{}, err
+	}
+	if err := ValidatePage(&q.Page, PrefixJob); err != nil {
+		return List[*Job]{}, err
+	}
+	if q.State != "" && !slices.Contains(JobStates, q.State) {
+		return List[*Job]{}, InvalidParam("state", "state must be one of queued, running, succeeded, failed, cancelled")
+	}
+	scope, err := listScope(ctx, s.Store, p, q.ProjectID)
+	if err != nil {
+		return List[*Job]{}, err
+	}
+	if q.StartingAfter != "" {
+		err := checkCursor(ctx, func(ctx context.Context) (string, string, Environment, error) {
+			j, err := s.Store.FindJobByID(ctx, q.StartingAfter)
+			if err != nil {
+				return "", "", "", err
+			}
+			return j.OrganizationID, j.ProjectID, j.Environment, nil
+		}, scope, p.Environment())
+		if err != nil {
+			return List[*Job]{}, err
+		}
+	}
+	data, more, err := s.Store.FindJobs(ctx, JobFilter{Scope: scope, Environment: p.Environment(), State: q.State, Page: q.Page})
+	return List[*Job]{Data: data, HasMore: more}, err
+}
+
+// FindJob returns a job the key may see, with its artifacts.
+// Codes: not_found, environment_mismatch, key_restricted, insufficient_scope.
+func (s *Jobs) FindJob(ctx context.Context, p *Principal, id string) (*Job, error) {
+	if err := p.RequireScope(ScopeJobsRead); err != nil {
+		return nil, err
+	}
+	if !ValidID(PrefixJob, id) {
+		return nil, NotFound("job")
+	}
+	j, err := s.Store.FindJobByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, NotFound("job")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckResource("job", j.OrganizationID, j.ProjectID, j.Environment); err != nil {
+		return nil, err
+	}
+	if j.Artifacts, err = s.Store.FindArtifactsByJob(ctx, j.ID); err != nil {
+		return nil, err
+	}
+	return j, nil
+}

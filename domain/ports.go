@@ -1,0 +1,216 @@
+package domain
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Page asks for one page of a newest-first list.
+type Page struct {
+	Limit         int    // 1..100
+	StartingAfter string // id of the last item of the previous page; "" for the first page
+}
+
+// Scope is the tenancy a query is confined to. Every find of a client-visible resource
+// takes one, so no query can see another organization's rows.
+type Scope struct {
+	OrganizationID string
+	ProjectID      string // "" = every project of the organization
+}
+
+// APIKeyFilter selects keys for listing.
+type APIKeyFilter struct {
+	OrganizationID string
+	ProjectID      string
+}
+
+// JobFilter selects jobs for listing, newest first.
+type JobFilter struct {
+	Scope
+	Environment Environment
+	State       string
+	BatchID     string
+	Page
+}
+
+// FileFilter selects files for listing, newest first.
+type FileFilter struct {
+	Scope
+	Environment Environment
+	Page
+}
+
+// WebhookEndpointFilter selects webhook endpoints for listing, newest first.
+type WebhookEndpointFilter struct {
+	Scope
+	Environment Environment
+	Page
+}
+
+// Store is the metadata store. Find methods return ErrNotFound for a missing row.
+// Every method works inside or outside a transaction: InTx hands fn a Store bound to
+// one transaction, and nested InTx calls join it.
+type Store interface {
+	InTx(ctx context.Context, fn func(tx Store) error) error
+	Ping(ctx context.Context) error
+
+	CreateOrganization(ctx context.Context, org *Organization) error
+	FindOrganizationByID(ctx context.Context, id string) (*Organization, error)
+	FindOrganizationByName(ctx context.Context, name string) (*Organization, error)
+	// SetOrganizationStatus changes active/suspended; ErrNotFound when there is no such row.
+	SetOrganizationStatus(ctx context.Context, id, status string) error
+
+	CreateProject(ctx context.Context, p *Project) error
+	FindProjectByID(ctx context.Context, id string) (*Project, error)
+	FindProjectByName(ctx context.Context, orgID, name string) (*Project, error)
+	SetProjectConcurrencyLimit(ctx context.Context, id string, limit int) error
+
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	FindAPIKeyByID(ctx context.Context, id string) (*APIKey, error)
+	FindAPIKeyByHash(ctx context.Context, hash string) (*APIKey, error)
+	FindAPIKeys(ctx context.Context, f APIKeyFilter) ([]*APIKey, error)
+	// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+
+	// FindCreditAccount returns the account of (org, env), creating an empty one if needed.
+	FindCreditAccount(ctx context.Context, orgID string, env Environment) (*CreditAccount, error)
+	// ApplyLedgerEntry appends e and moves the account's running sums in the same
+	// statement set, conditionally: a reserve larger than the balance changes nothing and
+	// returns ErrInsufficientCredits; a charge or release larger than what is reserved
+	// returns ErrLedgerMismatch.
+	ApplyLedgerEntry(ctx context.Context, e *LedgerEntry) error
+	// SumCharged returns the credits charged (charge entries) for a key since a moment,
+	// for spend limits.
+	SumCharged(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
+	// SumReservedOutstanding returns what a key holds reserved now (reserve minus
+	// release minus charge on its jobs), for spend limits.
+	SumReservedOutstanding(ctx context.Context, apiKeyID string) (int64, error)
+
+	// ClaimIdempotencyKey inserts rec as in progress. When a record with the same
+	// (organization, endpoint, key) exists and has not expired, it returns that record and
+	// inserts nothing; an expired one is replaced.
+	ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) (existing *IdempotencyRecord, err error)
+	// FinishIdempotencyKey stores the response and marks the record done.
+	FinishIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) error
+	// ReleaseIdempotencyKey deletes an in-progress record (after a 5xx), so it can be retried.
+	ReleaseIdempotencyKey(ctx context.Context, id string) error
+	DeleteExpiredIdempotencyKeys(ctx context.Context, now time.Time) (int, error)
+
+	CreateEvent(ctx context.Context, e *Event) error
+	// FindEventsBySubject returns the events of one subject, oldest first.
+	FindEventsBySubject(ctx context.Context, orgID, subjectID string) ([]*Event, error)
+	// FindEventsAfter returns up to limit events with id greater than afterID, oldest first.
+	FindEventsAfter(ctx context.Context, afterID string, limit int) ([]*Event, error)
+
+	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error
+	FindWebhookEndpointByID(ctx context.Context, id string) (*WebhookEndpoint, error)
+	FindWebhookEndpoints(ctx context.Context, f WebhookEndpointFilter) ([]*WebhookEndpoint, bool, error)
+	// DeleteWebhookEndpoint marks it deleted; ErrNotFound when absent or already deleted.
+	DeleteWebhookEndpoint(ctx context.Context, id string, at time.Time) error
+
+	CreateUpload(ctx context.Context, u *Upload) error
+	FindUploadByID(ctx context.Context, id string) (*Upload, error)
+	// TransitionUpload moves an upload from one state to another; false when it was not in from.
+	TransitionUpload(ctx context.Context, id, from, to string, at time.Time) (bool, error)
+	FindExpiredUploads(ctx context.Context, now time.Time, limit int) ([]*Upload, error)
+
+	CreateFile(ctx context.Context, f *File) error
+	FindFileByID(ctx context.Context, id string) (*File, error)
+	FindFiles(ctx context.Context, f FileFilter) ([]*File, bool, error)
+	// UpdateFile writes every column of f where the stored status equals fromStatus;
+	// false when it did not.
+	UpdateFile(ctx context.Context, f *File, fromStatus string) (bool, error)
+	// FindOldestReadyFileByHash returns the oldest ready file of a project with this hash.
+	FindOldestReadyFileByHash(ctx context.Context, projectID, sha256, excludeID string) (*File, error)
+
+	CreateArtifact(ctx context.Context, a *Artifact) error
+	FindArtifactByID(ctx context.Context, id string) (*Artifact, error)
+	FindArtifactsByFile(ctx context.Context, fileID string) ([]*Artifact, error)
+	FindArtifactsByJob(ctx context.Context, jobID string) ([]*Artifact, error)
+
+	CreateJob(ctx context.Context, j *Job) error
+	FindJobByID(ctx context.Context, id string) (*Job, error)
+	FindJobs(ctx context.Context, f JobFilter) ([]*Job, bool, error)
+	// UpdateJob writes every column of j where the stored state equals fromState;
+	// false when it did not (a cancel and a claim can never both win).
+	UpdateJob(ctx context.Context, j *Job, fromState string) (bool, error)
+	// CountActiveJobs counts queued and running jobs of a project.
+	CountActiveJobs(ctx context.Context, projectID string) (int, error)
+	// FindStaleQueuedJobs returns queued jobs created before a moment, oldest first.
+	FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*Job, error)
+
+	CreateBatch(ctx context.Context, b *Batch) error
+	FindBatchByID(ctx context.Context, id string) (*Batch, error)
+
+	// SumProjectCredits returns what a project holds reserved on an account now and
+	// what it was charged since a moment.
+	SumProjectCredits(ctx context.Context, accountID, projectID string, since time.Time) (reserved, used int64, err error)
+	// SumStoredFiles returns the bytes of a project's stored files (ready or rejected)
+	// and their artifacts in one environment, and how many such files there are.
+	SumStoredFiles(ctx context.Context, projectID string, env Environment) (bytes int64, files int, err error)
+	// AddEgress counts bytes served from a project in the calendar month of at.
+	AddEgress(ctx context.Context, orgID, projectID string, env Environment, at time.Time, n int64) error
+	// SumEgress returns the bytes served from a project in the calendar month of at.
+	SumEgress(ctx context.Context, projectID string, env Environment, at time.Time) (int64, error)
+}
+
+// RateDecision is the outcome of one rate-limit check.
+type RateDecision struct {
+	Allowed    bool
+	Limit      int           // requests per minute
+	Remaining  int           // whole requests left now
+	Reset      time.Duration // until the bucket is full again
+	RetryAfter time.Duration // until one request is allowed, when refused
+}
+
+// RateLimiter is a token bucket per key shared by every process.
+type RateLimiter interface {
+	Allow(ctx context.Context, key string, perMinute int) (RateDecision, error)
+}
+
+// Blobs stores file bytes. Keys are opaque paths chosen by the services.
+type Blobs interface {
+	// PresignPut returns a URL and the headers a client must send to PUT exactly size bytes.
+	PresignPut(ctx context.Context, key string, size int64, expires time.Duration) (url string, headers map[string]string, err error)
+	// PresignGet returns a URL that serves the object (with Range support) until expiry.
+	PresignGet(ctx context.Context, key string, expires time.Duration, downloadName string) (string, error)
+	// Stat returns the stored size; ErrNotFound when nothing is stored under key.
+	Stat(ctx context.Context, key string) (int64, error)
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Put stores r under key (engines' artifacts, fetched URLs); size -1 when unknown.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	Delete(ctx context.Context, key string) error
+	Ping(ctx context.Context) error
+}
+
+// PartETag pairs a part number with the ETag the store answered for it.
+type PartETag struct {
+	PartNumber int
+	ETag       string
+}
+
+// MultipartBlobs is the optional multipart ability of a Blobs.
+type MultipartBlobs interface {
+	CreateMultipart(ctx context.Context, key string) (uploadID string, err error)
+	PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error)
+	// ListParts returns what the store holds for a multipart upload, by part number.
+	ListParts(ctx context.Context, key, uploadID string) ([]PartETag, error)
+	CompleteMultipart(ctx context.Context, key, uploadID string, parts []PartETag) error
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+}
+
+// Queue hands work to workers. Enqueueing the same task id twice is harmless.
+type Queue interface {
+	EnqueueJob(ctx context.Context, jobID string) error
+	Ping(ctx context.Context) error
+}
+
+// Clock tells the time; tests replace it.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the real clock, in UTC.
+type SystemClock struct{}
+
+// Now returns the current time in UTC.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }

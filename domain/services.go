@@ -1,0 +1,282 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config holds the deployment's limits and defaults that the services enforce.
+type Config struct {
+	DefaultRateLimit        int           // requests per minute per key
+	DefaultConcurrencyLimit int           // queued+running jobs per project
+	MaxFileSize             int64         // bytes
+	HashWindow              int64         // files larger than this get no sha256
+	UploadURLTTL            time.Duration // lifetime of upload URLs
+	UploadSessionTTL        time.Duration // an open session is swept after this
+	IdempotencyTTL          time.Duration
+	MaxWebhookEndpoints     int // per project and environment
+}
+
+// DefaultConfig returns the contract's defaults.
+func DefaultConfig() Config {
+	return Config{
+		DefaultRateLimit:        600,
+		DefaultConcurrencyLimit: 50,
+		MaxFileSize:             5 << 30,
+		HashWindow:              5 << 30,
+		UploadURLTTL:            time.Hour,
+		UploadSessionTTL:        24 * time.Hour,
+		IdempotencyTTL:          24 * time.Hour,
+		MaxWebhookEndpoints:     20,
+	}
+}
+
+// Validate names the first setting that is out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.DefaultRateLimit < 1:
+		return errors.New("FILEMILL_RATE_LIMIT_PER_MINUTE must be at least 1")
+	case c.DefaultConcurrencyLimit < 1:
+		return errors.New("FILEMILL_PROJECT_CONCURRENCY_LIMIT must be at least 1")
+	case c.MaxFileSize < 1:
+		return errors.New("FILEMILL_MAX_FILE_SIZE must be at least 1")
+	case c.HashWindow < 0:
+		return errors.New("FILEMILL_HASH_WINDOW must not be negative")
+	case c.UploadURLTTL < time.Minute:
+		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
+	}
+	return nil
+}
+
+// Services bundles the use cases both front doors call.
+type Services struct {
+	Config        Config
+	Store         Store
+	Clock         Clock
+	Keys          *Keys
+	Organizations *Organizations
+	Credits       *Credits
+	Webhooks      *Webhooks
+	Jobs          *Jobs
+	Files         *Files
+	Uploads       *Uploads
+	Usage         *Usage
+}
+
+// Deps are the ports the services run on. Blobs, Fetcher, Queue and Engines may be
+// nil in processes that touch no bytes and run no jobs (admin commands).
+type Deps struct {
+	Store   Store
+	Clock   Clock
+	Blobs   Blobs
+	Fetcher Fetcher
+	Queue   Queue
+	Engines map[string]Engine
+}
+
+// NewServices wires the services over their ports.
+func NewServices(cfg Config, d Deps) *Services {
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	store, clock := d.Store, d.Clock
+	s := &Services{Config: cfg, Store: store, Clock: clock}
+	s.Keys = &Keys{Store: store, Clock: clock}
+	s.Credits = &Credits{Store: store, Clock: clock}
+	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
+	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
+	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg}
+	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
+	_, metered := d.Blobs.(EgressMeter)
+	s.Usage = &Usage{Store: store, Clock: clock, EgressAtServe: metered}
+	s.Files.Usage = s.Usage
+	return s
+}
+
+// Organizations manages tenants and their projects (operator actions).
+type Organizations struct {
+	Store   Store
+	Clock   Clock
+	Keys    *Keys
+	Credits *Credits
+}
+
+// Bootstrap is the result of Organizations.Bootstrap.
+type Bootstrap struct {
+	Organization *Organization
+	Project      *Project
+	LiveKey      *APIKey
+	LiveSecret   string
+	TestKey      *APIKey
+	TestSecret   string
+}
+
+// Bootstrap creates (or reuses) an organization and a project, mints one live and one
+// test key, and grants credits to both environments when credits > 0.
+func (o *Organizations) Bootstrap(ctx context.Context, orgName, projectName string, credits int64) (*Bootstrap, error) {
+	if orgName == "" || projectName == "" {
+		return nil, InvalidParam("org", "organization and project names are required")
+	}
+	if credits < 0 {
+		return nil, InvalidParam("credits", "credits must not be negative")
+	}
+	var b Bootstrap
+	err := o.Store.InTx(ctx, func(tx Store) error {
+		org, err := o.ensureOrganization(ctx, tx, orgName)
+		if err != nil {
+			return err
+		}
+		prj, err := o.ensureProject(ctx, tx, org.ID, projectName)
+		if err != nil {
+			return err
+		}
+		b.Organization, b.Project = org, prj
+		keys := &Keys{Store: tx, Clock: o.Clock}
+		for _, env := range []Environment{EnvLive, EnvTest} {
+			k, secret, err := keys.CreateKey(ctx, NewKey{OrganizationID: org.ID, ProjectID: prj.ID, Environment: env, Name: "bootstrap " + string(env)})
+			if err != nil {
+				return err
+			}
+			if env == EnvLive {
+				b.LiveKey, b.LiveSecret = k, secret
+			} else {
+				b.TestKey, b.TestSecret = k, secret
+			}
+			if credits > 0 {
+				if _, err := (&Credits{Store: tx, Clock: o.Clock}).Grant(ctx, org.ID, env, credits, "bootstrap"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+func (o *Organizations) ensureOrganization(ctx context.Context, tx Store, name string) (*Organization, error) {
+	org, err := tx.FindOrganizationByName(ctx, name)
+	if err == nil {
+		return org, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	org = &Organization{ID: NewID(PrefixOrganization), Name: name, Status: OrgActive, CreatedAt: o.Clock.Now()}
+	return org, tx.CreateOrganization(ctx, org)
+}
+
+func (o *Organizations) ensureProject(ctx context.Context, tx Store, orgID, name string) (*Project, error) {
+	prj, err := tx.FindProjectByName(ctx, orgID, name)
+	if err == nil {
+		return prj, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	prj = &Project{ID: NewID(PrefixProject), OrganizationID: orgID, Name: name, CreatedAt: o.Clock.Now()}
+	return prj, tx.CreateProject(ctx, prj)
+}
+
+// FindOrganization finds an organization by id or by name.
+func (o *Organizations) FindOrganization(ctx context.Context, idOrName string) (*Organization, error) {
+	var org *Organization
+	var err error
+	if ValidID(PrefixOrganization, idOrName) {
+		org, err = o.Store.FindOrganizationByID(ctx, idOrName)
+	} else {
+		org, err = o.Store.FindOrganizationByName(ctx, idOrName)
+	}
+	if errors.Is(err, ErrNotFound) {
+		return nil, NotFound("organization " + idOrName)
+	}
+	return org, err
+}
+
+// SetSuspended suspends or resumes an organization: a suspended organization's keys
+// answer 403 organization_suspended.
+func (o *Organizations) SetSuspended(ctx context.Context, idOrName string, suspended bool) (*Organization, error) {
+	org, err := o.FindOrganization(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	status := OrgActive
+	if suspended {
+		status = OrgSuspended
+	}
+	if err := o.Store.SetOrganizationStatus(ctx, org.ID, status); err != nil {
+		return nil, err
+	}
+	org.Status = status
+	return org, nil
+}
+
+// SetConcurrencyLimit sets a project's limit of queued+running jobs (0 = default).
+func (o *Organizations) SetConcurrencyLimit(ctx context.Context, projectID string, limit int) error {
+	if limit < 0 {
+		return InvalidParam("concurrency_limit", "must not be negative")
+	}
+	if _, err := o.Store.FindProjectByID(ctx, projectID); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return NotFound("project")
+		}
+		return err
+	}
+	return o.Store.SetProjectConcurrencyLimit(ctx, projectID, limit)
+}
+
+// Credits moves credits through the ledger.
+type Credits struct {
+	Store Store
+	Clock Clock
+}
+
+// Grant adds credits to an organization's account for one environment.
+func (c *Credits) Grant(ctx context.Context, orgID string, env Environment, amount int64, why string) (*CreditAccount, error) {
+	if amount <= 0 {
+		return nil, InvalidParam("amount", "a grant must be positive")
+	}
+	if !env.Valid() {
+		return nil, InvalidParam("environment", "environment must be live or test")
+	}
+	var acct *CreditAccount
+	err := c.Store.InTx(ctx, func(tx Store) error {
+		a, err := tx.FindCreditAccount(ctx, orgID, env)
+		if err != nil {
+			return fmt.Errorf("credit account: %w", err)
+		}
+		e := &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: a.ID, Kind: LedgerGrant, Amount: amount,
+			Description: why, CreatedAt: c.Clock.Now()}
+		if err := tx.ApplyLedgerEntry(ctx, e); err != nil {
+			return err
+		}
+		acct, err = tx.FindCreditAccount(ctx, orgID, env)
+		return err
+	})
+	return acct, err
+}
+
+// Account returns the credit account of an organization's environment.
+func (c *Credits) Account(ctx context.Context, orgID string, env Environment) (*CreditAccount, error) {
+	return c.Store.FindCreditAccount(ctx, orgID, env)
+}
+
+// CreateProject adds a project to an organization. Codes: invalid_request, conflict.
+func (o *Organizations) CreateProject(ctx context.Context, orgID, name string) (*Project, error) {
+	if name == "" || len(name) > 200 {
+		return nil, InvalidParam("name", "a project name of 1 to 200 characters is required")
+	}
+	if _, err := o.Store.FindProjectByName(ctx, orgID, name); err == nil {
+		return nil, &Error{Code: CodeConflict, Message: "a project named " + name + " exists", Param: "name"}
+	}
+	prj := &Project{ID: NewID(PrefixProject), OrganizationID: orgID, Name: name, CreatedAt: o.Clock.Now()}
+	if err := o.Store.CreateProject(ctx, prj); err != nil {
+		return nil, err
+	}
+	return prj, nil
+}

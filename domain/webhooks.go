@@ -1,0 +1,192 @@
+package domain
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Webhooks manages webhook endpoints.
+type Webhooks struct {
+	Store  Store
+	Clock  Clock
+	Config Config
+}
+
+// NewWebhookEndpoint is the request to register an endpoint.
+type NewWebhookEndpoint struct {
+	URL           string
+	EnabledEvents []string
+	ProjectID     string
+}
+
+// CreateEndpoint registers an endpoint and returns it with its secret (shown once).
+// Codes: invalid_request (url, enabled_events), conflict (same URL already registered),
+// not_found / key_restricted (project).
+func (w *Webhooks) CreateEndpoint(ctx context.Context, p *Principal, req NewWebhookEndpoint) (*WebhookEndpoint, error) {
+	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
+		return nil, err
+	}
+	if err := validateWebhookURL(req.URL); err != nil {
+		return nil, err
+	}
+	if len(req.EnabledEvents) == 0 {
+		return nil, InvalidParam("enabled_events", "enabled_events must list at least one event")
+	}
+	events := make([]string, 0, len(req.EnabledEvents))
+	for _, e := range req.EnabledEvents {
+		if !slices.Contains(SubscribableEvents, e) {
+			return nil, InvalidParam("enabled_events", "unknown event %q (known: %s)", e, strings.Join(SubscribableEvents, ", "))
+		}
+		if !slices.Contains(events, e) {
+			events = append(events, e)
+		}
+	}
+	prj, err := p.ResolveProject(ctx, w.Store, req.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	ep := &WebhookEndpoint{
+		ID: NewID(PrefixWebhookEndpoint), OrganizationID: p.Organization.ID, ProjectID: prj.ID,
+		Environment: p.Environment(), URL: req.URL, EnabledEvents: events, Secret: newWebhookSecret(),
+		Status: EndpointEnabled, CreatedAt: w.Clock.Now(),
+	}
+	err = w.Store.InTx(ctx, func(tx Store) error {
+		existing, _, err := tx.FindWebhookEndpoints(ctx, WebhookEndpointFilter{
+			Scope: Scope{OrganizationID: p.Organization.ID, ProjectID: prj.ID}, Environment: p.Environment(),
+			Page: Page{Limit: MaxPageSize}})
+		if err != nil {
+			return err
+		}
+		for _, e := range existing {
+			if e.URL == req.URL {
+				return &Error{Code: CodeConflict, Message: "an endpoint with this url is already registered",
+					Param: "url", Details: map[string]any{"webhook_endpoint_id": e.ID}}
+			}
+		}
+		if len(existing) >= w.Config.MaxWebhookEndpoints {
+			return &Error{Code: CodeConflict, Message: fmt.Sprintf("a project may have at most %d webhook endpoints per environment", w.Config.MaxWebhookEndpoints)}
+		}
+		return tx.CreateWebhookEndpoint(ctx, ep)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ep, nil
+}
+
+// ListEndpoints lists endpoints newest first. Codes: invalid_request (page).
+func (w *Webhooks) ListEndpoints(ctx context.Context, p *Principal, projectID string, page Page) (List[*WebhookEndpoint], error) {
+	if err := p.RequireScope(ScopeWebhooksRead); err != nil {
+		return List[*WebhookEndpoint]{}, err
+	}
+	if err := ValidatePage(&page, PrefixWebhookEndpoint); err != nil {
+		return List[*WebhookEndpoint]{}, err
+	}
+	scope, err := listScope(ctx, w.Store, p, projectID)
+	if err != nil {
+		return List[*WebhookEndpoint]{}, err
+	}
+	if page.StartingAfter != "" {
+		err := checkCursor(ctx, func(ctx context.Context) (string, string, Environment, error) {
+			e, err := w.Store.FindWebhookEndpointByID(ctx, page.StartingAfter)
+			if err != nil {
+				return "", "", "", err
+			}
+			return e.OrganizationID, e.ProjectID, e.Environment, nil
+		}, scope, p.Environment())
+		if err != nil {
+			return List[*WebhookEndpoint]{}, err
+		}
+	}
+	data, more, err := w.Store.FindWebhookEndpoints(ctx, WebhookEndpointFilter{Scope: scope, Environment: p.Environment(), Page: page})
+	return List[*WebhookEndpoint]{Data: data, HasMore: more}, err
+}
+
+// FindEndpoint returns an endpoint the key may see. Codes: not_found, environment_mismatch, key_restricted.
+func (w *Webhooks) FindEndpoint(ctx context.Context, p *Principal, id string) (*WebhookEndpoint, error) {
+	if !ValidID(PrefixWebhookEndpoint, id) {
+		return nil, NotFound("webhook endpoint")
+	}
+	ep, err := w.Store.FindWebhookEndpointByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, NotFound("webhook endpoint")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckResource("webhook endpoint", ep.OrganizationID, ep.ProjectID, ep.Environment); err != nil {
+		return nil, err
+	}
+	return ep, nil
+}
+
+// DeleteEndpoint stops all delivery to an endpoint. Codes: not_found, environment_mismatch, key_restricted.
+func (w *Webhooks) DeleteEndpoint(ctx context.Context, p *Principal, id string) error {
+	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
+		return err
+	}
+	if _, err := w.FindEndpoint(ctx, p, id); err != nil {
+		return err
+	}
+	err := w.Store.DeleteWebhookEndpoint(ctx, id, w.Clock.Now())
+	if errors.Is(err, ErrNotFound) {
+		return NotFound("webhook endpoint")
+	}
+	return err
+}
+
+func validateWebhookURL(raw string) error {
+	if raw == "" {
+		return InvalidParam("url", "url is required")
+	}
+	if len(raw) > 2048 {
+		return InvalidParam("url", "url must be at most 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return InvalidParam("url", "url must be an absolute URL")
+	}
+	if u.Scheme != "https" {
+		return InvalidParam("url", "url must use https")
+	}
+	if u.User != nil {
+		return InvalidParam("url", "url must not carry credentials")
+	}
+	return nil
+}
+
+func newWebhookSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// listScope is the scope of a list request: one project when project_id is given
+// (checked), otherwise the key's restriction, otherwise the whole organization.
+func listScope(ctx context.Context, store Store, p *Principal, projectID string) (Scope, error) {
+	scope := Scope{OrganizationID: p.Organization.ID}
+	if projectID != "" {
+		if !ValidID(PrefixProject, projectID) {
+			return scope, InvalidParam("project_id", "project_id must be a prj_ id")
+		}
+		prj, err := p.ResolveProject(ctx, store, projectID)
+		if err != nil {
+			return scope, err
+		}
+		scope.ProjectID = prj.ID
+		return scope, nil
+	}
+	if len(p.Key.AllowedProjects) > 0 {
+		// A restricted key without project_id sees its own project only.
+		scope.ProjectID = p.Key.ProjectID
+	}
+	return scope, nil
+}
