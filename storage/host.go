@@ -1,0 +1,316 @@
+package storage
+
+import (
+	"crypto/hmac"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// Handler is the storage host: it serves the URLs PresignPut, PresignPart and PresignGet
+// mint, under {PublicURL}/o/. cmd runs it on its own listener.
+func (l *Local) Handler() http.Handler { return http.HandlerFunc(l.serveHTTP) }
+
+func (l *Local) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// Browsers upload and download straight from the console; the URL itself is the
+	// credential, so any origin may use it.
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", "ETag, Content-Length, Content-Range, Content-Disposition, Accept-Ranges")
+	if r.Method == http.MethodOptions {
+		h.Set("Access-Control-Allow-Methods", "GET, HEAD, PUT")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Range, If-Range, If-None-Match, If-Modified-Since")
+		h.Set("Access-Control-Max-Age", "86400")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	p := r.URL.EscapedPath()
+	if l.basePath != "" && strings.HasPrefix(p, l.basePath+"/o/") {
+		p = strings.TrimPrefix(p, l.basePath) // no proxy stripped the base path
+	}
+	escapedKey, ok := strings.CutPrefix(p, "/o/")
+	if !ok {
+		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such path on the storage host")
+		return
+	}
+	g, err := l.verify(r, escapedKey)
+	if err != nil {
+		writeError(w, http.StatusForbidden, domain.CodeForbidden, err.Error())
+		return
+	}
+	switch g.op {
+	case opPut:
+		l.servePut(w, r, g)
+	case opPart:
+		l.servePart(w, r, g)
+	case opGet:
+		l.serveGet(w, r, g)
+	}
+}
+
+// verify returns the grant of a request whose URL is exactly one this host minted,
+// unexpired, used with a method its operation allows.
+func (l *Local) verify(r *http.Request, escapedKey string) (grant, error) {
+	key, err := url.PathUnescape(escapedKey)
+	if err != nil || checkKey(key) != nil {
+		return grant{}, errBadURL
+	}
+	g, sig, err := parseGrant(key, r.URL.RawQuery)
+	if err != nil {
+		return grant{}, err
+	}
+	if "/o/"+escapedKey != g.path() || r.URL.RawQuery != g.query(sig) {
+		return grant{}, errBadURL
+	}
+	if !hmac.Equal([]byte(sig), []byte(g.signature(l.secret))) {
+		return grant{}, errors.New("the URL signature does not match")
+	}
+	if time.Now().After(time.Unix(g.exp, 0)) {
+		return grant{}, errors.New("the URL has expired")
+	}
+	allowed := r.Method == http.MethodPut
+	if g.op == opGet {
+		allowed = r.Method == http.MethodGet || r.Method == http.MethodHead
+	}
+	if !allowed {
+		return grant{}, fmt.Errorf("this URL does not allow %s", r.Method)
+	}
+	return g, nil
+}
+
+// checkLength refuses a body whose declared length is not the signed size, before
+// reading any of it.
+func checkLength(w http.ResponseWriter, r *http.Request, size int64) bool {
+	switch {
+	case r.ContentLength < 0:
+		writeError(w, http.StatusLengthRequired, domain.CodeInvalidRequest, "Content-Length is required")
+	case r.ContentLength > size:
+		writeError(w, http.StatusRequestEntityTooLarge, domain.CodePayloadTooLarge,
+			fmt.Sprintf("Content-Length %d exceeds the signed size %d", r.ContentLength, size))
+	case r.ContentLength < size:
+		writeError(w, http.StatusBadRequest, domain.CodeInvalidRequest,
+			fmt.Sprintf("Content-Length %d is less than the signed size %d", r.ContentLength, size))
+	default:
+		return true
+	}
+	return false
+}
+
+// receive streams the body of a checked PUT into a temp file; on a short or long body
+// it answers, removes the file and returns nil.
+func (l *Local) receive(w http.ResponseWriter, r *http.Request, size int64, sum *[md5.Size]byte) *written {
+	var wr *written
+	var err error
+	if sum != nil {
+		h := md5.New()
+		wr, err = l.writeTemp(r.Body, size+1, h)
+		h.Sum(sum[:0])
+	} else {
+		wr, err = l.writeTemp(r.Body, size+1, nil)
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the bytes")
+		return nil
+	}
+	switch {
+	case wr.n > size:
+		writeError(w, http.StatusRequestEntityTooLarge, domain.CodePayloadTooLarge, fmt.Sprintf("the body exceeds the signed size %d", size))
+	case wr.n < size:
+		writeError(w, http.StatusBadRequest, domain.CodeInvalidRequest, fmt.Sprintf("the body ended after %d of %d bytes", wr.n, size))
+	default:
+		return wr
+	}
+	os.Remove(wr.path)
+	return nil
+}
+
+// servePut stores a single-use upload: an object already stored under the key answers
+// 409 and stays as it is.
+func (l *Local) servePut(w http.ResponseWriter, r *http.Request, g grant) {
+	if !checkLength(w, r, g.size) {
+		return
+	}
+	// Early answer for the common case so a late retry does not upload in vain; the
+	// link in place is what actually guarantees single use.
+	if _, err := os.Lstat(l.objectPath(g.key)); err == nil {
+		writeError(w, http.StatusConflict, domain.CodeConflict, "this object has already been uploaded")
+		return
+	}
+	wr := l.receive(w, r, g.size, nil)
+	if wr == nil {
+		return
+	}
+	if err := l.place(wr.path, g.key, false); err != nil {
+		os.Remove(wr.path)
+		if errors.Is(err, errExists) {
+			writeError(w, http.StatusConflict, domain.CodeConflict, "this object has already been uploaded")
+			return
+		}
+		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the bytes")
+		return
+	}
+	w.Header().Set("ETag", objectETag(wr.info))
+	w.WriteHeader(http.StatusOK)
+}
+
+// servePart stores one part of a multipart upload and answers its MD5 as the ETag.
+func (l *Local) servePart(w http.ResponseWriter, r *http.Request, g grant) {
+	if !checkLength(w, r, g.size) {
+		return
+	}
+	if _, err := l.uploadDir(g.key, g.upload); err != nil {
+		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such multipart upload (completed or aborted)")
+		return
+	}
+	var sum [md5.Size]byte
+	wr := l.receive(w, r, g.size, &sum)
+	if wr == nil {
+		return
+	}
+	md5hex := hex.EncodeToString(sum[:])
+	if err := l.storePart(wr.path, g.key, g.upload, g.part, md5hex); err != nil {
+		os.Remove(wr.path)
+		if errors.Is(err, domain.ErrNotFound) {
+			writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such multipart upload (completed or aborted)")
+			return
+		}
+		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the part")
+		return
+	}
+	w.Header().Set("ETag", `"`+md5hex+`"`)
+	w.WriteHeader(http.StatusOK)
+}
+
+// serveGet serves the object with Range, conditional requests and HEAD (all from
+// http.ServeContent), and reports the bytes sent through OnEgress.
+func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, g grant) {
+	f, info, err := openObject(l.objectPath(g.key))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such object")
+			return
+		}
+		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not read the object")
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("ETag", objectETag(info))
+	h.Set("Cache-Control", "private")
+	// Uploaded bytes are not ours to vouch for: never let a browser sniff them into HTML.
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Type", contentType(g.name))
+	if g.name != "" {
+		h.Set("Content-Disposition", contentDisposition(g.name))
+	}
+	cw := &countingWriter{ResponseWriter: w}
+	http.ServeContent(cw, r, "", info.ModTime(), f)
+	if l.onEgress != nil && cw.n > 0 && (cw.status == http.StatusOK || cw.status == http.StatusPartialContent) {
+		// Send the tail of the body before the callback, which may touch a database.
+		_ = http.NewResponseController(cw).Flush()
+		l.onEgress(g.key, cw.n)
+	}
+}
+
+// contentType guesses from the download name's extension, else plain bytes.
+func contentType(name string) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// contentDisposition names the download for every browser: filename carries an ASCII
+// fallback, filename* the exact UTF-8 name (RFC 6266, RFC 8187).
+func contentDisposition(name string) string {
+	name = strings.ToValidUTF8(name, "_")
+	var fallback, exact strings.Builder
+	for _, c := range name {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '%' {
+			fallback.WriteByte('_')
+		} else {
+			fallback.WriteRune(c)
+		}
+	}
+	const hexDigits = "0123456789ABCDEF"
+	for _, b := range []byte(name) {
+		if isAttrChar(b) {
+			exact.WriteByte(b)
+		} else {
+			exact.WriteByte('%')
+			exact.WriteByte(hexDigits[b>>4])
+			exact.WriteByte(hexDigits[b&15])
+		}
+	}
+	return `attachment; filename="` + fallback.String() + `"; filename*=UTF-8''` + exact.String()
+}
+
+// isAttrChar reports the characters RFC 8187 allows unescaped in an ext-value.
+func isAttrChar(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$&+-.^_`|~", b) >= 0
+}
+
+// countingWriter counts the body bytes written to a response.
+type countingWriter struct {
+	http.ResponseWriter
+	n      int64
+	status int
+}
+
+func (c *countingWriter) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the response's sendfile path for file bodies while counting.
+func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := io.Copy(c.ResponseWriter, r)
+	c.n += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// writeError answers the error shape of the API, small and without request id: the
+// storage host has no request context.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	h := w.Header()
+	h.Del("ETag")
+	h.Del("Content-Disposition")
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message}})
+}

@@ -1,0 +1,629 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// LocalConfig configures the local disk backend and its storage host.
+type LocalConfig struct {
+	// Dir holds the objects, each at Dir/<key>, plus .tmp and .uploads.
+	Dir string
+	// PublicURL is the base URL clients reach the storage host at, e.g.
+	// http://127.0.0.1:8081; signed URLs are {PublicURL}/o/{key}?….
+	PublicURL string
+	// Secret is the HMAC-SHA256 key of the signed URLs, at least 32 bytes.
+	Secret []byte
+	// OnEgress, when set, is called after each GET response with the object key and the
+	// bytes written to the client. It runs on the request's goroutine: keep it quick.
+	OnEgress func(key string, n int64)
+}
+
+// Validate names the setting to change.
+func (c LocalConfig) Validate() error {
+	if c.Dir == "" {
+		return errors.New("storage Dir is required")
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("storage PublicURL %q must be an absolute http(s) URL without query", c.PublicURL)
+	}
+	if len(c.Secret) < 32 {
+		return fmt.Errorf("storage Secret must be at least 32 bytes, got %d", len(c.Secret))
+	}
+	return nil
+}
+
+// Local stores blobs as files on one disk and serves them through signed URLs.
+type Local struct {
+	dir      string
+	tmp      string // writes in progress, same file system as dir so rename and link are atomic
+	uploads  string // multipart uploads: one directory per upload id
+	base     string // PublicURL without a trailing slash
+	basePath string // the path part of PublicURL, which a proxy may or may not strip
+	secret   []byte
+	onEgress func(key string, n int64)
+}
+
+var (
+	_ domain.Blobs          = (*Local)(nil)
+	_ domain.MultipartBlobs = (*Local)(nil)
+	_ domain.EgressMeter    = (*Local)(nil)
+)
+
+// staleTemp is how old a file in .tmp must be before NewLocal removes it as a leftover
+// of a crash; no single write takes that long.
+const staleTemp = 24 * time.Hour
+
+// NewLocal prepares Dir and returns the backend. cmd serves Handler on its own listener.
+func NewLocal(cfg LocalConfig) (*Local, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage dir: %w", err)
+	}
+	u, _ := url.Parse(cfg.PublicURL)
+	l := &Local{dir: dir, tmp: filepath.Join(dir, ".tmp"), uploads: filepath.Join(dir, ".uploads"),
+		base: strings.TrimRight(cfg.PublicURL, "/"), basePath: strings.TrimRight(u.EscapedPath(), "/"),
+		secret: slices.Clone(cfg.Secret), onEgress: cfg.OnEgress}
+	for _, d := range []string{l.dir, l.tmp, l.uploads} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("storage dir: %w", err)
+		}
+	}
+	l.removeStaleTemps()
+	return l, nil
+}
+
+func (l *Local) removeStaleTemps() {
+	entries, _ := os.ReadDir(l.tmp)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
+			_ = os.Remove(filepath.Join(l.tmp, e.Name()))
+		}
+	}
+}
+
+// MetersEgress tells the services that the storage host reports the bytes it serves.
+func (l *Local) MetersEgress() bool { return l.onEgress != nil }
+
+func (l *Local) objectPath(key string) string { return filepath.Join(l.dir, filepath.FromSlash(key)) }
+
+// PresignPut returns a single-use URL for a PUT of exactly size bytes.
+func (l *Local) PresignPut(_ context.Context, key string, size int64, expires time.Duration) (string, map[string]string, error) {
+	if err := checkKey(key); err != nil {
+		return "", nil, err
+	}
+	if size < 0 {
+		return "", nil, fmt.Errorf("presign put %s: negative size %d", key, size)
+	}
+	u, err := l.sign(grant{op: opPut, key: key, size: size}, expires)
+	if err != nil {
+		return "", nil, err
+	}
+	return u, map[string]string{"Content-Length": strconv.FormatInt(size, 10)}, nil
+}
+
+// PresignGet returns a URL serving the object, as an attachment named downloadName
+// when one is given.
+func (l *Local) PresignGet(_ context.Context, key string, expires time.Duration, downloadName string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	return l.sign(grant{op: opGet, key: key, name: strings.ToValidUTF8(downloadName, "_")}, expires)
+}
+
+func (l *Local) sign(g grant, expires time.Duration) (string, error) {
+	if expires < time.Second {
+		return "", fmt.Errorf("presign %s: expiry %s is shorter than a second", g.key, expires)
+	}
+	// Rounded up, so a URL never lives shorter than asked.
+	g.exp = time.Now().Add(expires + time.Second - 1).Unix()
+	return l.base + g.path() + "?" + g.query(g.signature(l.secret)), nil
+}
+
+// Stat returns the stored size; domain.ErrNotFound when nothing is stored under key.
+func (l *Local) Stat(_ context.Context, key string) (int64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	info, err := os.Stat(l.objectPath(key))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.Mode().IsRegular()) {
+		return 0, fmt.Errorf("stat %s: %w", key, domain.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", key, err)
+	}
+	return info.Size(), nil
+}
+
+// Get opens the object for reading; domain.ErrNotFound when nothing is stored under key.
+func (l *Local) Get(_ context.Context, key string) (io.ReadCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	f, _, err := openObject(l.objectPath(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("get %s: %w", key, domain.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	return f, nil
+}
+
+// openObject opens a regular file; a directory (a key that is only a prefix of others)
+// counts as missing.
+func openObject(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// Put stores r under key, replacing what is there; size -1 when unknown. A size that
+// does not match the bytes read stores nothing.
+func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	limit := int64(-1)
+	if size >= 0 {
+		limit = size + 1 // one more byte tells an overrun
+	}
+	w, err := l.writeTemp(ctxReader{ctx, r}, limit, nil)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if w.readErr != nil || (size >= 0 && w.n != size) {
+		os.Remove(w.path)
+		if w.readErr != nil {
+			return fmt.Errorf("put %s: read: %w", key, w.readErr)
+		}
+		return fmt.Errorf("put %s: got %d bytes, want %d", key, w.n, size)
+	}
+	if err := l.place(w.path, key, true); err != nil {
+		os.Remove(w.path)
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Delete removes the object; a missing object is not an error.
+func (l *Local) Delete(_ context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	path := l.objectPath(key)
+	if info, err := os.Lstat(path); err != nil || info.IsDir() {
+		return nil // nothing stored under key
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	l.pruneDirs(filepath.Dir(path))
+	return nil
+}
+
+// pruneDirs removes the empty directories a deleted object leaves behind, so deleted
+// files do not accumulate empty directories; it stops at the first non-empty one.
+func (l *Local) pruneDirs(dir string) {
+	for dir != l.dir && strings.HasPrefix(dir, l.dir+string(filepath.Separator)) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// Ping checks that the directory takes writes.
+func (l *Local) Ping(context.Context) error {
+	f, err := os.CreateTemp(l.tmp, "ping-*")
+	if err != nil {
+		return fmt.Errorf("storage dir not writable: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+var errExists = errors.New("an object is already stored under this key")
+
+// place makes a finished temp file visible at key. Without replace it links instead of
+// renaming: link never overwrites, so of two racing single-use PUTs exactly one wins
+// and the other gets errExists, with no check-then-write window.
+func (l *Local) place(tmpPath, key string, replace bool) error {
+	final := l.objectPath(key)
+	for attempt := 0; ; attempt++ {
+		err := os.MkdirAll(filepath.Dir(final), 0o755)
+		if err == nil {
+			if replace {
+				err = os.Rename(tmpPath, final)
+			} else if err = os.Link(tmpPath, final); err == nil {
+				os.Remove(tmpPath)
+			}
+		}
+		if err == nil {
+			syncDir(filepath.Dir(final))
+			return nil
+		}
+		if !replace && errors.Is(err, fs.ErrExist) {
+			return errExists
+		}
+		// A concurrent Delete may prune a parent directory between MkdirAll and the
+		// rename: make it again.
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 5 {
+			return err
+		}
+	}
+}
+
+// syncDir makes a rename durable; best effort, as not every file system allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// writebackChunk is how much a write gathers before its disk write is started.
+const writebackChunk = 8 << 20
+
+// copyBufSize is the chunk the storage host reads and writes: large, so a 1 GiB PUT
+// costs a thousand write calls rather than tens of thousands.
+const copyBufSize = 1 << 20
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// written is a finished temp file.
+type written struct {
+	path    string
+	n       int64       // bytes written
+	info    fs.FileInfo // after the last write
+	readErr error       // the source failed (client went away); the file holds what came
+}
+
+// writeTemp streams r into a new fsynced file in .tmp, reading at most limit bytes
+// (-1: all). h, when given, sees every byte. A write error removes the file and is
+// returned; a read error is reported in readErr, with the file kept for the caller.
+func (l *Local) writeTemp(r io.Reader, limit int64, h hash.Hash) (*written, error) {
+	if limit >= 0 {
+		r = io.LimitReader(r, limit)
+	}
+	f, err := os.CreateTemp(l.tmp, "w-*")
+	if err != nil {
+		return nil, err
+	}
+	w := &written{path: f.Name()}
+	fail := func(err error) (*written, error) {
+		f.Close()
+		os.Remove(w.path)
+		return nil, err
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var flushed int64 // bytes handed to startWriteback
+	for {
+		// Fill the whole buffer before writing: reads from a socket come in small
+		// pieces, and one large write is cheaper than many small ones.
+		nr, rerr := io.ReadFull(r, buf)
+		if nr > 0 {
+			if h != nil {
+				h.Write(buf[:nr])
+			}
+			nw, werr := f.Write(buf[:nr])
+			w.n += int64(nw)
+			if werr != nil {
+				return fail(werr)
+			}
+			if w.n-flushed >= writebackChunk {
+				startWriteback(f, flushed, w.n-flushed)
+				flushed = w.n
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			w.readErr = rerr
+			break
+		}
+	}
+	// Durable before visible: a stored object survives a crash once its PUT answered.
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if w.info, err = f.Stat(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(w.path)
+		return nil, err
+	}
+	return w, nil
+}
+
+// objectETag is a validator from the file's metadata (see doc.go, ETags).
+func objectETag(info fs.FileInfo) string {
+	return `"` + strconv.FormatInt(info.Size(), 16) + "-" + strconv.FormatInt(info.ModTime().UnixNano(), 16) + `"`
+}
+
+// ctxReader stops a copy when the context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Multipart uploads: Dir/.uploads/<id>/key names the object, and each part is a file
+// "<part number, 5 digits>.<md5 hex>", so the ETag a client hands back names the exact
+// bytes it means.
+
+const maxPartNumber = 10000
+
+// CreateMultipart opens a multipart upload for key.
+func (l *Local) CreateMultipart(_ context.Context, key string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	dir := filepath.Join(l.uploads, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create multipart %s: %w", key, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(key), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("create multipart %s: %w", key, err)
+	}
+	return id, nil
+}
+
+func checkUploadID(id string) error {
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("invalid multipart upload id %q", id)
+	}
+	return nil
+}
+
+// uploadDir returns the directory of an upload opened for key; domain.ErrNotFound when
+// there is none (never opened, completed or aborted) or it belongs to another key.
+func (l *Local) uploadDir(key, uploadID string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	if err := checkUploadID(uploadID); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(l.uploads, uploadID)
+	owner, err := os.ReadFile(filepath.Join(dir, "key"))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && string(owner) != key) {
+		return "", fmt.Errorf("multipart upload %s of %s: %w", uploadID, key, domain.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("multipart upload %s: %w", uploadID, err)
+	}
+	return dir, nil
+}
+
+// PresignPart returns a URL for a PUT of exactly size bytes as part partNumber; a new
+// PUT of the same part replaces it, which is how an interrupted upload resumes.
+func (l *Local) PresignPart(_ context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	if err := checkUploadID(uploadID); err != nil {
+		return "", err
+	}
+	if partNumber < 1 || partNumber > maxPartNumber {
+		return "", fmt.Errorf("presign part: part number %d outside 1..%d", partNumber, maxPartNumber)
+	}
+	if size < 0 {
+		return "", fmt.Errorf("presign part %d: negative size %d", partNumber, size)
+	}
+	return l.sign(grant{op: opPart, key: key, upload: uploadID, part: partNumber, size: size}, expires)
+}
+
+type storedPart struct {
+	domain.PartETag
+	path    string
+	modTime time.Time
+}
+
+// storedParts reads an upload's parts, the newest file per part number when a re-upload
+// raced with another.
+func storedParts(dir string) ([]storedPart, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	byNumber := map[int]storedPart{}
+	for _, e := range entries {
+		num, sum, ok := strings.Cut(e.Name(), ".")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || len(sum) != 32 {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // replaced meanwhile
+		}
+		p := storedPart{PartETag: domain.PartETag{PartNumber: n, ETag: `"` + sum + `"`}, path: filepath.Join(dir, e.Name()), modTime: info.ModTime()}
+		if old, ok := byNumber[n]; !ok || p.modTime.After(old.modTime) {
+			byNumber[n] = p
+		}
+	}
+	parts := make([]storedPart, 0, len(byNumber))
+	for _, p := range byNumber {
+		parts = append(parts, p)
+	}
+	slices.SortFunc(parts, func(a, b storedPart) int { return a.PartNumber - b.PartNumber })
+	return parts, nil
+}
+
+// ListParts returns the stored parts with their ETags, by part number.
+func (l *Local) ListParts(_ context.Context, key, uploadID string) ([]domain.PartETag, error) {
+	dir, err := l.uploadDir(key, uploadID)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := storedParts(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list parts of %s: %w", uploadID, err)
+	}
+	out := make([]domain.PartETag, len(parts))
+	for i, p := range parts {
+		out[i] = p.PartETag
+	}
+	return out, nil
+}
+
+// normalizeETag drops the quotes and case an ETag may have gained in transit.
+func normalizeETag(e string) string {
+	e = strings.TrimPrefix(strings.TrimSpace(e), "W/")
+	return strings.ToLower(strings.Trim(e, `"`))
+}
+
+// checkPartOrder requires parts numbered 1..n, ascending, without gaps.
+func checkPartOrder(parts []domain.PartETag) error {
+	if len(parts) == 0 {
+		return fmt.Errorf("%w: no parts given", ErrPartMismatch)
+	}
+	for i, p := range parts {
+		if p.PartNumber != i+1 {
+			return fmt.Errorf("%w: part %d given where part %d belongs (parts must be 1..n in order)", ErrPartMismatch, p.PartNumber, i+1)
+		}
+	}
+	return nil
+}
+
+// CompleteMultipart assembles the given parts into the object after checking each ETag
+// against the stored part, then deletes the parts.
+func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts []domain.PartETag) error {
+	dir, err := l.uploadDir(key, uploadID)
+	if err != nil {
+		return err
+	}
+	if err := checkPartOrder(parts); err != nil {
+		return err
+	}
+	// Open every part before writing: an open part stays readable even if a late
+	// re-upload replaces it, so the object is exactly the parts that were verified.
+	files := make([]*os.File, 0, len(parts))
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, p := range parts {
+		sum := normalizeETag(p.ETag)
+		if len(sum) != 32 || strings.Trim(sum, "0123456789abcdef") != "" {
+			return fmt.Errorf("%w: part %d: etag %q is not one this store answers", ErrPartMismatch, p.PartNumber, p.ETag)
+		}
+		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("%05d.%s", p.PartNumber, sum)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: part %d: no stored part has etag %q", ErrPartMismatch, p.PartNumber, p.ETag)
+		}
+		if err != nil {
+			return fmt.Errorf("complete %s: part %d: %w", key, p.PartNumber, err)
+		}
+		files = append(files, f)
+	}
+	out, err := os.CreateTemp(l.tmp, "mp-*")
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	tmpPath := out.Name()
+	err = func() error {
+		defer out.Close()
+		for i, f := range files {
+			// File to file: io.Copy uses copy_file_range, no bytes through user space.
+			if _, err := io.Copy(out, f); err != nil {
+				return fmt.Errorf("part %d: %w", parts[i].PartNumber, err)
+			}
+		}
+		return out.Sync()
+	}()
+	if err == nil {
+		err = l.place(tmpPath, key, true)
+	}
+	if err != nil {
+		os.Remove(tmpPath)
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	_ = os.RemoveAll(dir)
+	return nil
+}
+
+// AbortMultipart deletes the parts; aborting a finished or unknown upload is not an error.
+func (l *Local) AbortMultipart(_ context.Context, key, uploadID string) error {
+	dir, err := l.uploadDir(key, uploadID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("abort multipart %s: %w", uploadID, err)
+	}
+	return nil
+}
+
+// storePart moves a finished part file into its upload and drops older versions of
+// the same part, so a re-upload replaces it. domain.ErrNotFound when the upload is gone.
+func (l *Local) storePart(tmpPath, key, uploadID string, part int, md5hex string) error {
+	dir, err := l.uploadDir(key, uploadID)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%05d.%s", part, md5hex)
+	if err := os.Rename(tmpPath, filepath.Join(dir, name)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // aborted or completed meanwhile
+			return fmt.Errorf("multipart upload %s: %w", uploadID, domain.ErrNotFound)
+		}
+		return err
+	}
+	prefix := fmt.Sprintf("%05d.", part)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) && e.Name() != name {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,498 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/storage"
+	"github.com/filemill/filemill/storage/storagetest"
+)
+
+type egressLog struct {
+	mu   sync.Mutex
+	seen map[string]int64
+}
+
+func (e *egressLog) add(key string, n int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seen[key] += n
+}
+
+func (e *egressLog) get(key string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seen[key]
+}
+
+type localBundle struct {
+	blobs  *storage.Local
+	dir    string
+	url    string // the storage host's base URL
+	egress *egressLog
+}
+
+// setupLocal starts a Local backend with its storage host on a loopback listener.
+func setupLocal(t *testing.T) *localBundle {
+	t.Helper()
+	host := httptest.NewUnstartedServer(nil)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	b := &localBundle{dir: t.TempDir(), url: "http://" + host.Listener.Addr().String(), egress: &egressLog{seen: map[string]int64{}}}
+	var err error
+	b.blobs, err = storage.NewLocal(storage.LocalConfig{Dir: b.dir, PublicURL: b.url, Secret: secret, OnEgress: b.egress.add})
+	require.NoError(t, err)
+	host.Config.Handler = b.blobs.Handler()
+	host.Start()
+	t.Cleanup(host.Close)
+	return b
+}
+
+func (b *localBundle) presignPut(t *testing.T, key string, size int64) (string, map[string]string) {
+	t.Helper()
+	u, h, err := b.blobs.PresignPut(context.Background(), key, size, time.Minute)
+	require.NoError(t, err)
+	return u, h
+}
+
+func (b *localBundle) tempFiles(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(b.dir, ".tmp"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestLocal(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) domain.Blobs { return setupLocal(t).blobs })
+}
+
+func TestLocalObjectsLiveAtTheirKeyPath(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	k, data := storagetest.Key(), storagetest.Bytes(10)
+	require.NoError(t, b.blobs.Put(context.Background(), k, bytes.NewReader(data), 10))
+	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	require.NoError(t, b.blobs.Delete(context.Background(), k))
+	_, err = os.Stat(filepath.Join(b.dir, "org_test"))
+	require.True(t, os.IsNotExist(err), "empty directories of a deleted object are pruned")
+	_, err = os.Stat(b.dir)
+	require.NoError(t, err)
+}
+
+func TestLocalSecondPutConflicts(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	k, first := storagetest.Key(), storagetest.Bytes(1000)
+	u, h := b.presignPut(t, k, 1000)
+	resp, body := storagetest.Put(t, u, h, first, 1000)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+
+	// The same URL again, and a freshly minted one: both refused, the object untouched.
+	u2, h2 := b.presignPut(t, k, 1000)
+	for _, url := range []string{u, u2} {
+		resp, body = storagetest.Put(t, url, h2, storagetest.Bytes(1000), 1000)
+		require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+		requireErrorBody(t, resp, body, "conflict")
+	}
+	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.Equal(t, first, got)
+}
+
+func TestLocalConcurrentPutsLeaveOneObject(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	k := storagetest.Key()
+	const n, size = 8, 2 << 20
+	bodies := make([][]byte, n)
+	urls := make([]string, n)
+	for i := range n {
+		bodies[i] = storagetest.Bytes(size)
+		urls[i], _ = b.presignPut(t, k, size)
+	}
+	statuses := make([]int, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			req, _ := http.NewRequest(http.MethodPut, urls[i], bytes.NewReader(bodies[i]))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	winner := -1
+	for i, st := range statuses {
+		switch st {
+		case http.StatusOK:
+			require.Equal(t, -1, winner, "exactly one PUT wins: %v", statuses)
+			winner = i
+		case http.StatusConflict:
+		default:
+			t.Fatalf("PUT %d answered %d: %v", i, st, statuses)
+		}
+	}
+	require.NotEqual(t, -1, winner, "one PUT wins: %v", statuses)
+	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(bodies[winner], got), "the object is the winner's bytes, whole")
+	require.Empty(t, b.tempFiles(t), "no temp file is left behind")
+}
+
+func TestLocalEgressCountsBytesSent(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	k, data := storagetest.Key(), storagetest.Bytes(10_000)
+	require.NoError(t, b.blobs.Put(ctx, k, bytes.NewReader(data), int64(len(data))))
+	require.True(t, b.blobs.MetersEgress())
+	gu, err := b.blobs.PresignGet(ctx, k, time.Minute, "x.bin")
+	require.NoError(t, err)
+
+	waitEgress := func(want int64) {
+		t.Helper()
+		require.Eventually(t, func() bool { return b.egress.get(k) == want }, 2*time.Second, 5*time.Millisecond,
+			"egress %d, want %d", b.egress.get(k), want)
+	}
+	resp, _ := storagetest.Get(t, gu, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	waitEgress(10_000)
+	resp, _ = storagetest.Get(t, gu, "bytes=0-99")
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode)
+	waitEgress(10_100)
+
+	// Nothing served, nothing counted: HEAD, unsatisfiable range, refused URL.
+	req, _ := http.NewRequest(http.MethodHead, gu, nil)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, _ = storagetest.Get(t, gu, "bytes=20000-")
+	require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.StatusCode)
+	resp, _ = storagetest.Get(t, storagetest.FlipSignature(t, gu), "")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	// A full GET after them: if any of them had counted, the total would be off.
+	resp, _ = storagetest.Get(t, gu, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	waitEgress(20_100)
+
+	// A client that goes away mid-download is charged only what was sent.
+	big := storagetest.Key()
+	require.NoError(t, b.blobs.Put(ctx, big, bytes.NewReader(make([]byte, 64<<20)), 64<<20))
+	bu, err := b.blobs.PresignGet(ctx, big, time.Minute, "")
+	require.NoError(t, err)
+	resp, err = http.Get(bu)
+	require.NoError(t, err)
+	_, err = io.ReadFull(resp.Body, make([]byte, 1<<20))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Eventually(t, func() bool { return b.egress.get(big) > 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Less(t, b.egress.get(big), int64(64<<20))
+}
+
+func TestLocalHeadAndConditionalGet(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	k, data := storagetest.Key(), storagetest.Bytes(1234)
+	u, h := b.presignPut(t, k, 1234)
+	resp, _ := storagetest.Put(t, u, h, data, 1234)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	putETag := resp.Header.Get("ETag")
+
+	gu, err := b.blobs.PresignGet(context.Background(), k, time.Minute, "")
+	require.NoError(t, err)
+	req, _ := http.NewRequest(http.MethodHead, gu, nil)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "1234", resp.Header.Get("Content-Length"))
+	require.Equal(t, "bytes", resp.Header.Get("Accept-Ranges"))
+	require.Equal(t, putETag, resp.Header.Get("ETag"), "GET answers the ETag the PUT did")
+	require.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
+	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	require.Empty(t, resp.Header.Get("Content-Disposition"), "no download name, no attachment")
+
+	req, _ = http.NewRequest(http.MethodGet, gu, nil)
+	req.Header.Set("If-None-Match", putETag)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotModified, resp.StatusCode)
+}
+
+// TestLocalSignatureCoversEveryByte changes each byte of signed URLs' paths and queries
+// in turn, and drops, adds and reorders parameters: every variant is refused and
+// nothing is stored.
+func TestLocalSignatureCoversEveryByte(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	data := storagetest.Bytes(64)
+
+	stored := storagetest.Key()
+	require.NoError(t, b.blobs.Put(ctx, stored, bytes.NewReader(data), 64))
+	getURL, err := b.blobs.PresignGet(ctx, stored, time.Minute, "Grüße, \"Welt\".pdf")
+	require.NoError(t, err)
+
+	putKey := storagetest.Key()
+	putURL, _ := b.presignPut(t, putKey, 64)
+
+	partKey := storagetest.Key()
+	id, err := b.blobs.CreateMultipart(ctx, partKey)
+	require.NoError(t, err)
+	partURL, err := b.blobs.PresignPart(ctx, partKey, id, 1, 64, time.Minute)
+	require.NoError(t, err)
+
+	send := func(method, u string) int {
+		req, err := http.NewRequest(method, u, bytes.NewReader(data))
+		if err != nil {
+			return -1 // not a URL a client could send
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusForbidden {
+			requireErrorBody(t, resp, body, "forbidden")
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct{ method, url string }{{"GET", getURL}, {"PUT", putURL}, {"PUT", partURL}} {
+		signedFrom := len(b.url) + len("/o/")
+		for i := len(b.url); i < len(tc.url); i++ {
+			c := byte('a')
+			if tc.url[i] == 'a' {
+				c = 'b'
+			}
+			changed := tc.url[:i] + string(c) + tc.url[i+1:]
+			st := send(tc.method, changed)
+			if st == -1 {
+				continue
+			}
+			if i >= signedFrom {
+				require.Equal(t, http.StatusForbidden, st, "byte %d changed: %s", i, changed)
+			} else {
+				require.True(t, st == http.StatusForbidden || st == http.StatusNotFound, "byte %d changed: %d %s", i, st, changed)
+			}
+		}
+		u, err := url.Parse(tc.url)
+		require.NoError(t, err)
+		params := strings.Split(u.RawQuery, "&")
+		for i := range params {
+			dropped := append(append([]string{}, params[:i]...), params[i+1:]...)
+			require.Equal(t, http.StatusForbidden, send(tc.method, b.url+u.EscapedPath()+"?"+strings.Join(dropped, "&")), "without %s", params[i])
+		}
+		require.Equal(t, http.StatusForbidden, send(tc.method, tc.url+"&x=1"), "extra parameter")
+		require.Equal(t, http.StatusForbidden, send(tc.method, tc.url+"&"+params[0]), "repeated parameter")
+		reordered := append([]string{params[len(params)-1]}, params[:len(params)-1]...)
+		require.Equal(t, http.StatusForbidden, send(tc.method, b.url+u.EscapedPath()+"?"+strings.Join(reordered, "&")), "reordered")
+	}
+	// Each URL only with its own method.
+	require.Equal(t, http.StatusForbidden, send("PUT", getURL))
+	require.Equal(t, http.StatusForbidden, send("GET", putURL))
+	require.Equal(t, http.StatusForbidden, send("DELETE", getURL))
+	// A part URL is not a single-PUT URL for the same key, nor a part of another upload.
+	require.Equal(t, http.StatusForbidden, send("PUT", strings.Replace(partURL, "op=part", "op=put", 1)))
+
+	_, err = b.blobs.Stat(ctx, putKey)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	parts, err := b.blobs.ListParts(ctx, partKey, id)
+	require.NoError(t, err)
+	require.Empty(t, parts)
+	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(stored)))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	// Untouched, they still work.
+	require.Equal(t, http.StatusOK, send("GET", getURL))
+	require.Equal(t, http.StatusOK, send("PUT", putURL))
+	require.Equal(t, http.StatusOK, send("PUT", partURL))
+}
+
+func TestLocalRefusesBodiesOtherThanSigned(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	k := storagetest.Key()
+	u, h := b.presignPut(t, k, 1000)
+
+	resp, body := storagetest.Put(t, u, h, storagetest.Bytes(1001), 1001)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	requireErrorBody(t, resp, body, "payload_too_large")
+	resp, body = storagetest.Put(t, u, h, storagetest.Bytes(999), 999)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	requireErrorBody(t, resp, body, "invalid_request")
+	resp, _ = storagetest.Put(t, u, h, storagetest.Bytes(1000), -1)
+	require.Equal(t, http.StatusLengthRequired, resp.StatusCode)
+
+	// More bytes than Content-Length cannot arrive over HTTP/1.1 framing, so hand the
+	// handler a body that lies about its length directly: it stops at the signed size.
+	req := httptest.NewRequest(http.MethodPut, u, bytes.NewReader(storagetest.Bytes(5000)))
+	req.ContentLength = 1000
+	rec := httptest.NewRecorder()
+	b.blobs.Handler().ServeHTTP(rec, req)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+
+	// A body that ends early (the client went away).
+	req = httptest.NewRequest(http.MethodPut, u, bytes.NewReader(storagetest.Bytes(10)))
+	req.ContentLength = 1000
+	rec = httptest.NewRecorder()
+	b.blobs.Handler().ServeHTTP(rec, req)
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+
+	_, err := b.blobs.Stat(context.Background(), k)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.Empty(t, b.tempFiles(t), "refused bodies leave no temp file")
+
+	// The URL is still good for the right body.
+	resp, _ = storagetest.Put(t, u, h, storagetest.Bytes(1000), 1000)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func TestLocalRefusesPathsOutsideTheStore(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	for _, p := range []string{"/o/..%2Fsecret", "/o/%2E%2E/secret", "/o/.tmp/x", "/o/a//b", "/o/"} {
+		req := httptest.NewRequest(http.MethodGet, b.url+p+"?op=get&exp=99999999999&sig=x", nil)
+		rec := httptest.NewRecorder()
+		b.blobs.Handler().ServeHTTP(rec, req)
+		require.Equal(t, http.StatusForbidden, rec.Code, p)
+	}
+	req := httptest.NewRequest(http.MethodGet, b.url+"/elsewhere", nil)
+	rec := httptest.NewRecorder()
+	b.blobs.Handler().ServeHTTP(rec, req)
+	require.Equal(t, http.StatusNotFound, rec.Code)
+}
+
+func TestLocalMultipartBelongsToItsKey(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	k := storagetest.Key()
+	id, err := b.blobs.CreateMultipart(ctx, k)
+	require.NoError(t, err)
+	e1 := storagetest.PutPart(t, b.blobs, k, id, 1, storagetest.Bytes(100))
+
+	other := storagetest.Key()
+	_, err = b.blobs.ListParts(ctx, other, id)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	err = b.blobs.CompleteMultipart(ctx, other, id, []domain.PartETag{{PartNumber: 1, ETag: e1}})
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, err = b.blobs.ListParts(ctx, k, "../../etc")
+	require.Error(t, err)
+
+	require.NoError(t, b.blobs.CompleteMultipart(ctx, k, id, []domain.PartETag{{PartNumber: 1, ETag: e1}}))
+	entries, err := os.ReadDir(filepath.Join(b.dir, ".uploads"))
+	require.NoError(t, err)
+	require.Empty(t, entries, "completion removes the upload's parts")
+	require.Empty(t, b.tempFiles(t))
+}
+
+func TestLocalCORSPreflight(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	req, _ := http.NewRequest(http.MethodOptions, b.url+"/o/a/b", nil)
+	req.Header.Set("Origin", "http://console.example")
+	req.Header.Set("Access-Control-Request-Method", "PUT")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, resp.Header.Get("Access-Control-Allow-Methods"), "PUT")
+	require.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "ETag", "browsers must read part ETags")
+}
+
+func TestLocalPublicURLWithPath(t *testing.T) {
+	t.Parallel()
+	host := httptest.NewUnstartedServer(nil)
+	base := "http://" + host.Listener.Addr().String() + "/storage"
+	l, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: base + "/", Secret: bytes.Repeat([]byte("k"), 32)})
+	require.NoError(t, err)
+	require.False(t, l.MetersEgress(), "without OnEgress nothing is metered")
+	host.Config.Handler = l.Handler()
+	host.Start()
+	t.Cleanup(host.Close)
+
+	k := storagetest.Key()
+	require.NoError(t, l.Put(context.Background(), k, strings.NewReader("hello"), 5))
+	gu, err := l.PresignGet(context.Background(), k, time.Minute, "")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(gu, base+"/o/"), gu)
+	resp, body := storagetest.Get(t, gu, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	// Behind a proxy that strips /storage.
+	resp, body = storagetest.Get(t, strings.Replace(gu, "/storage/o/", "/o/", 1), "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	require.Equal(t, "hello", string(body))
+}
+
+func TestNewLocalValidates(t *testing.T) {
+	t.Parallel()
+	good := storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://127.0.0.1:8081", Secret: make([]byte, 32)}
+	_, err := storage.NewLocal(good)
+	require.NoError(t, err)
+	for name, mutate := range map[string]func(*storage.LocalConfig){
+		"NoDir":         func(c *storage.LocalConfig) { c.Dir = "" },
+		"ShortSecret":   func(c *storage.LocalConfig) { c.Secret = make([]byte, 31) },
+		"RelativeURL":   func(c *storage.LocalConfig) { c.PublicURL = "/storage" },
+		"URLWithQuery":  func(c *storage.LocalConfig) { c.PublicURL = "http://h/?a=b" },
+		"NotHTTPScheme": func(c *storage.LocalConfig) { c.PublicURL = "ftp://h" },
+	} {
+		cfg := good
+		mutate(&cfg)
+		_, err := storage.NewLocal(cfg)
+		require.Error(t, err, name)
+	}
+}
+
+func TestLocalPresignRefusesShortExpiry(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	_, _, err := b.blobs.PresignPut(context.Background(), storagetest.Key(), 1, 500*time.Millisecond)
+	require.Error(t, err)
+}
+
+func requireErrorBody(t *testing.T, resp *http.Response, body []byte, code string) {
+	t.Helper()
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+	require.Equal(t, code, e.Error.Code)
+	require.NotEmpty(t, e.Error.Message)
+}

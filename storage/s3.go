@@ -1,0 +1,439 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// S3Config configures the S3-compatible backend.
+type S3Config struct {
+	Endpoint  string // host:port the server talks to
+	AccessKey string // empty: credentials from the environment (AWS_*, MINIO_*, ~/.aws, IAM)
+	SecretKey string
+	Bucket    string
+	Region    string // default us-east-1
+	Secure    bool   // https to Endpoint
+	// PathStyle forces path-style bucket addressing; otherwise minio-go picks (path style
+	// for IPs and localhost, virtual hosts for AWS).
+	PathStyle bool
+	// PublicURL, when set (scheme://host:port), is the address written into the URLs
+	// handed to clients, for a store the server reaches under another name.
+	PublicURL string
+}
+
+// ParseS3URL reads s3://ACCESS:SECRET@host:port/bucket?secure=false&region=us-east-1&
+// path_style=true&public_url=http://… (access and secret percent-encoded when needed).
+// secure defaults to true.
+func ParseS3URL(raw string) (S3Config, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return S3Config{}, fmt.Errorf("storage URL: %w", err)
+	}
+	if u.Scheme != "s3" {
+		return S3Config{}, fmt.Errorf("storage URL: scheme must be s3://, got %q", u.Scheme)
+	}
+	cfg := S3Config{Endpoint: u.Host, Bucket: strings.Trim(u.Path, "/"), Region: "us-east-1", Secure: true}
+	if u.User != nil {
+		cfg.AccessKey = u.User.Username()
+		cfg.SecretKey, _ = u.User.Password()
+	}
+	q := u.Query()
+	for k, v := range q {
+		val := v[len(v)-1]
+		switch k {
+		case "secure", "path_style":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				return S3Config{}, fmt.Errorf("storage URL: %s=%q is not a boolean", k, val)
+			}
+			if k == "secure" {
+				cfg.Secure = b
+			} else {
+				cfg.PathStyle = b
+			}
+		case "region":
+			cfg.Region = val
+		case "public_url":
+			cfg.PublicURL = val
+		default:
+			return S3Config{}, fmt.Errorf("storage URL: unknown parameter %q (known: secure, region, path_style, public_url)", k)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate names the setting to change.
+func (c S3Config) Validate() error {
+	if c.Endpoint == "" {
+		return errors.New("storage URL: the host:port of the S3 endpoint is missing")
+	}
+	if c.Bucket == "" || strings.Contains(c.Bucket, "/") {
+		return fmt.Errorf("storage URL: the path must be exactly one bucket name, got %q", c.Bucket)
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return errors.New("storage URL: give both access key and secret key, or neither")
+	}
+	if c.PublicURL != "" {
+		if _, _, err := parsePublicURL(c.PublicURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parsePublicURL(raw string) (host string, secure bool, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return "", false, fmt.Errorf("storage URL: public_url %q must be scheme://host[:port] without a path", raw)
+	}
+	return u.Host, u.Scheme == "https", nil
+}
+
+// S3 stores blobs in one bucket of an S3-compatible store.
+type S3 struct {
+	core   *minio.Core   // server-side calls
+	signer *minio.Client // mints client URLs; the public endpoint when one is set
+	bucket string
+}
+
+var (
+	_ domain.Blobs          = (*S3)(nil)
+	_ domain.MultipartBlobs = (*S3)(nil)
+)
+
+// unknownSizePartSize bounds the memory of a Put of unknown size (minio-go buffers one
+// part) and still allows objects of 160 GiB.
+const unknownSizePartSize = 16 << 20
+
+// NewS3 connects to the store and creates the bucket when it is missing.
+func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	creds := credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, "")
+	if cfg.AccessKey == "" {
+		creds = credentials.NewChainCredentials([]credentials.Provider{
+			&credentials.EnvAWS{}, &credentials.EnvMinio{}, &credentials.FileAWSCredentials{}, &credentials.IAM{}})
+	}
+	// A fixed region also spares minio-go a bucket-location request before every presign.
+	opts := func(secure bool) *minio.Options {
+		o := &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region}
+		if cfg.PathStyle {
+			o.BucketLookup = minio.BucketLookupPath
+		}
+		return o
+	}
+	core, err := minio.NewCore(cfg.Endpoint, opts(cfg.Secure))
+	if err != nil {
+		return nil, fmt.Errorf("s3 endpoint %s: %w", cfg.Endpoint, err)
+	}
+	s := &S3{core: core, signer: core.Client, bucket: cfg.Bucket}
+	if cfg.PublicURL != "" {
+		host, secure, _ := parsePublicURL(cfg.PublicURL)
+		if s.signer, err = minio.New(host, opts(secure)); err != nil {
+			return nil, fmt.Errorf("s3 public_url %s: %w", cfg.PublicURL, err)
+		}
+	}
+	exists, err := core.BucketExists(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("s3 bucket %s: %w", cfg.Bucket, err)
+	}
+	if !exists {
+		err := core.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region})
+		if code := minio.ToErrorResponse(err).Code; err != nil && code != "BucketAlreadyOwnedByYou" && code != "BucketAlreadyExists" {
+			return nil, fmt.Errorf("s3 create bucket %s: %w", cfg.Bucket, err)
+		}
+	}
+	return s, nil
+}
+
+// s3Err wraps a store error, turning the "no such thing" codes into domain.ErrNotFound.
+func s3Err(op, key string, err error) error {
+	switch minio.ToErrorResponse(err).Code {
+	case "NoSuchKey", "NoSuchUpload", "NotFound":
+		return fmt.Errorf("%s %s: %w (%v)", op, key, domain.ErrNotFound, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+func checkExpiry(expires time.Duration) error {
+	if expires < time.Second || expires > 7*24*time.Hour {
+		return fmt.Errorf("presign: expiry %s outside 1s..7 days", expires)
+	}
+	return nil
+}
+
+// PresignPut signs Content-Length into the URL, so the store refuses a body of any
+// other size; the client must send that header (the returned map).
+func (s *S3) PresignPut(ctx context.Context, key string, size int64, expires time.Duration) (string, map[string]string, error) {
+	if err := checkKey(key); err != nil {
+		return "", nil, err
+	}
+	if err := checkExpiry(expires); err != nil {
+		return "", nil, err
+	}
+	if size < 0 {
+		return "", nil, fmt.Errorf("presign put %s: negative size %d", key, size)
+	}
+	length := strconv.FormatInt(size, 10)
+	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, key, expires, nil, http.Header{"Content-Length": {length}})
+	if err != nil {
+		return "", nil, fmt.Errorf("presign put %s: %w", key, err)
+	}
+	return u.String(), map[string]string{"Content-Length": length}, nil
+}
+
+// PresignGet returns the store's URL, with the download name as the response's
+// Content-Disposition.
+func (s *S3) PresignGet(ctx context.Context, key string, expires time.Duration, downloadName string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	if err := checkExpiry(expires); err != nil {
+		return "", err
+	}
+	params := url.Values{}
+	if downloadName != "" {
+		params.Set("response-content-disposition", contentDisposition(downloadName))
+		params.Set("response-content-type", contentType(downloadName))
+	}
+	u, err := s.signer.PresignedGetObject(ctx, s.bucket, key, expires, params)
+	if err != nil {
+		return "", fmt.Errorf("presign get %s: %w", key, err)
+	}
+	return u.String(), nil
+}
+
+// Stat returns the stored size; domain.ErrNotFound when nothing is stored under key.
+func (s *S3) Stat(ctx context.Context, key string) (int64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	info, err := s.core.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return 0, s3Err("stat", key, err)
+	}
+	return info.Size, nil
+}
+
+// Get opens the object; domain.ErrNotFound when nothing is stored under key.
+func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	// Core.GetObject sends the request now, so a missing object fails here rather than
+	// on the first Read.
+	body, _, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, s3Err("get", key, err)
+	}
+	return body, nil
+}
+
+// Put stores r under key; size -1 when unknown. A known size that does not match the
+// bytes the reader holds stores nothing.
+func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	if size < 0 {
+		opts.PartSize = unknownSizePartSize
+	}
+	var exact *exactReader
+	if size >= 0 {
+		exact = &exactReader{r: r, left: size}
+		r = exact
+	}
+	if _, err := s.core.Client.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if exact != nil && exact.longer() {
+		_ = s.Delete(ctx, key)
+		return fmt.Errorf("put %s: %w (%d)", key, errLongerThanSize, size)
+	}
+	return nil
+}
+
+var errLongerThanSize = errors.New("the reader holds more bytes than the size given")
+
+// exactReader tells when r holds more than the declared size: minio-go reads exactly
+// size bytes and would silently store a truncated object. It fails the read where it
+// can, and longer reports it where minio-go swallowed that error.
+type exactReader struct {
+	r       io.Reader
+	left    int64
+	probed  bool
+	tooLong bool
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		if e.longer() {
+			return 0, errLongerThanSize
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if e.left == 0 && err == nil {
+		err = io.EOF
+		if e.longer() {
+			err = errLongerThanSize
+		}
+	}
+	return n, err
+}
+
+// longer reads one byte past the declared size, once.
+func (e *exactReader) longer() bool {
+	if !e.probed && e.left <= 0 {
+		e.probed = true
+		var one [1]byte
+		n, _ := io.ReadFull(e.r, one[:])
+		e.tooLong = n > 0
+	}
+	return e.tooLong
+}
+
+// Delete removes the object; a missing object is not an error.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := s.core.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			return nil
+		}
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// Ping checks that the bucket answers.
+func (s *S3) Ping(ctx context.Context) error {
+	ok, err := s.core.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return fmt.Errorf("s3 bucket %s: %w", s.bucket, err)
+	}
+	if !ok {
+		return fmt.Errorf("s3 bucket %s does not exist", s.bucket)
+	}
+	return nil
+}
+
+// CreateMultipart opens a multipart upload in the store.
+func (s *S3) CreateMultipart(ctx context.Context, key string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	id, err := s.core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return "", fmt.Errorf("create multipart %s: %w", key, err)
+	}
+	return id, nil
+}
+
+// PresignPart signs an UploadPart request with its Content-Length; the store answers
+// the part's ETag. Parts other than the last must be 5 MiB or more (the store's rule).
+func (s *S3) PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	if err := checkExpiry(expires); err != nil {
+		return "", err
+	}
+	if partNumber < 1 || partNumber > maxPartNumber {
+		return "", fmt.Errorf("presign part: part number %d outside 1..%d", partNumber, maxPartNumber)
+	}
+	if size < 0 {
+		return "", fmt.Errorf("presign part %d: negative size %d", partNumber, size)
+	}
+	params := url.Values{"partNumber": {strconv.Itoa(partNumber)}, "uploadId": {uploadID}}
+	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, key, expires, params,
+		http.Header{"Content-Length": {strconv.FormatInt(size, 10)}})
+	if err != nil {
+		return "", fmt.Errorf("presign part %d of %s: %w", partNumber, key, err)
+	}
+	return u.String(), nil
+}
+
+// ListParts returns the parts the store holds, by part number.
+func (s *S3) ListParts(ctx context.Context, key, uploadID string) ([]domain.PartETag, error) {
+	var parts []domain.PartETag
+	marker := 0
+	for {
+		res, err := s.core.ListObjectParts(ctx, s.bucket, key, uploadID, marker, 1000)
+		if err != nil {
+			return nil, s3Err("list parts of", key, err)
+		}
+		for _, p := range res.ObjectParts {
+			parts = append(parts, domain.PartETag{PartNumber: p.PartNumber, ETag: `"` + normalizeETag(p.ETag) + `"`})
+		}
+		if !res.IsTruncated {
+			return parts, nil
+		}
+		marker = res.NextPartNumberMarker
+	}
+}
+
+// CompleteMultipart checks every given ETag against the stored parts, then has the
+// store assemble them.
+func (s *S3) CompleteMultipart(ctx context.Context, key, uploadID string, parts []domain.PartETag) error {
+	if err := checkPartOrder(parts); err != nil {
+		return err
+	}
+	stored, err := s.ListParts(ctx, key, uploadID)
+	if err != nil {
+		return err
+	}
+	held := make(map[int]string, len(stored))
+	for _, p := range stored {
+		held[p.PartNumber] = normalizeETag(p.ETag)
+	}
+	complete := make([]minio.CompletePart, len(parts))
+	for i, p := range parts {
+		got, ok := held[p.PartNumber]
+		if !ok {
+			return fmt.Errorf("%w: part %d has not been uploaded", ErrPartMismatch, p.PartNumber)
+		}
+		if got != normalizeETag(p.ETag) {
+			return fmt.Errorf("%w: part %d: etag %q does not match the stored part", ErrPartMismatch, p.PartNumber, p.ETag)
+		}
+		complete[i] = minio.CompletePart{PartNumber: p.PartNumber, ETag: got}
+	}
+	if _, err := s.core.CompleteMultipartUpload(ctx, s.bucket, key, uploadID, complete, minio.PutObjectOptions{}); err != nil {
+		// A part replaced between our check and the store's.
+		if code := minio.ToErrorResponse(err).Code; code == "InvalidPart" || code == "InvalidPartOrder" {
+			return fmt.Errorf("%w: %v", ErrPartMismatch, err)
+		}
+		return s3Err("complete multipart", key, err)
+	}
+	return nil
+}
+
+// AbortMultipart discards the parts; aborting a finished or unknown upload is not an error.
+func (s *S3) AbortMultipart(ctx context.Context, key, uploadID string) error {
+	if err := s.core.AbortMultipartUpload(ctx, s.bucket, key, uploadID); err != nil {
+		if minio.ToErrorResponse(err).Code == "NoSuchUpload" {
+			return nil
+		}
+		return fmt.Errorf("abort multipart %s: %w", uploadID, err)
+	}
+	return nil
+}
