@@ -1,0 +1,329 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// ServerConfig sets how a worker process runs tasks. Zero fields take their defaults.
+type ServerConfig struct {
+	// Concurrency is how many tasks run at once (default runtime.NumCPU()*2).
+	Concurrency int
+	// ShutdownTimeout is how long running tasks get to finish on Shutdown; asynq hands
+	// the ones still running after it back to the queue (default 30s).
+	ShutdownTimeout time.Duration
+	// Queues to take tasks from, with their priorities (default {"default": 1}).
+	Queues map[string]int
+	// RetryDelayFunc spaces retries (default ExponentialBackoff(2s, 5, 10m)).
+	RetryDelayFunc asynq.RetryDelayFunc
+	// TaskCheckInterval is how often an idle worker looks for new tasks (asynq: 1s).
+	TaskCheckInterval time.Duration
+	// DelayedTaskCheckInterval is how often tasks due for a retry are moved back to
+	// their queue (asynq: 5s); a retry runs up to this much later than its delay.
+	DelayedTaskCheckInterval time.Duration
+}
+
+// DefaultServerConfig is the configuration zero fields fall back to.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		Concurrency:              runtime.NumCPU() * 2,
+		ShutdownTimeout:          30 * time.Second,
+		Queues:                   map[string]int{DefaultQueueName: 1},
+		RetryDelayFunc:           ExponentialBackoff(2*time.Second, 5, 10*time.Minute),
+		TaskCheckInterval:        time.Second,
+		DelayedTaskCheckInterval: 5 * time.Second,
+	}
+}
+
+// withDefaults fills the zero fields.
+func (c ServerConfig) withDefaults() ServerConfig {
+	d := DefaultServerConfig()
+	if c.Concurrency == 0 {
+		c.Concurrency = d.Concurrency
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = d.Queues
+	}
+	if c.RetryDelayFunc == nil {
+		c.RetryDelayFunc = d.RetryDelayFunc
+	}
+	if c.TaskCheckInterval == 0 {
+		c.TaskCheckInterval = d.TaskCheckInterval
+	}
+	if c.DelayedTaskCheckInterval == 0 {
+		c.DelayedTaskCheckInterval = d.DelayedTaskCheckInterval
+	}
+	return c
+}
+
+// Validate names the setting that is out of range.
+func (c ServerConfig) Validate() error {
+	switch {
+	case c.Concurrency < 0:
+		return fmt.Errorf("worker Concurrency: %d is negative", c.Concurrency)
+	case c.ShutdownTimeout < 0:
+		return fmt.Errorf("worker ShutdownTimeout: %s is negative", c.ShutdownTimeout)
+	case c.TaskCheckInterval < 0:
+		return fmt.Errorf("worker TaskCheckInterval: %s is negative", c.TaskCheckInterval)
+	case c.DelayedTaskCheckInterval < 0:
+		return fmt.Errorf("worker DelayedTaskCheckInterval: %s is negative", c.DelayedTaskCheckInterval)
+	}
+	for name, prio := range c.Queues {
+		if name == "" || prio < 1 {
+			return fmt.Errorf("worker Queues: %q needs a name and a priority of at least 1 (has %d)", name, prio)
+		}
+	}
+	return nil
+}
+
+// ExponentialBackoff returns a retry delay of base, then base*factor, base*factor²,
+// ... capped at max. asynq passes how many retries came before (0 for the first).
+func ExponentialBackoff(base time.Duration, factor float64, max time.Duration) asynq.RetryDelayFunc {
+	return func(n int, _ error, _ *asynq.Task) time.Duration {
+		d := float64(base) * math.Pow(factor, float64(n))
+		if d > float64(max) || math.IsInf(d, 0) || math.IsNaN(d) {
+			return max
+		}
+		return time.Duration(d)
+	}
+}
+
+// Server runs tasks from Redis: handlers registered with Handle, periodic tasks
+// registered with Periodic. Several Server processes can share one Redis.
+type Server struct {
+	cfg       ServerConfig
+	cfgErr    error
+	log       *slog.Logger
+	rdb       redis.UniversalClient
+	srv       *asynq.Server
+	mux       *asynq.ServeMux
+	client    *asynq.Client
+	inspector *asynq.Inspector
+
+	mu       sync.Mutex
+	periodic []*periodicEntry
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	shutdown sync.Once
+}
+
+// NewServer prepares a worker server; nothing runs until Start. A configuration error
+// is reported by Start.
+func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, cfgErr: cfg.Validate(), log: logger, mux: asynq.NewServeMux()}
+	s.rdb = newRedisClient(opt)
+	s.client = asynq.NewClientFromRedisClient(s.rdb)
+	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
+	s.mux.Use(SkipNonRetryable)
+	s.srv = asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
+		Concurrency:              cfg.Concurrency,
+		ShutdownTimeout:          cfg.ShutdownTimeout,
+		Queues:                   cfg.Queues,
+		RetryDelayFunc:           cfg.RetryDelayFunc,
+		TaskCheckInterval:        cfg.TaskCheckInterval,
+		DelayedTaskCheckInterval: cfg.DelayedTaskCheckInterval,
+		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
+		Logger:                   asynqLogger{logger},
+		LogLevel:                 asynqLevel(logger),
+	})
+	return s
+}
+
+// Handle routes tasks of one type to h. Register every type before Start.
+func (s *Server) Handle(taskType string, h asynq.Handler) { s.mux.Handle(taskType, h) }
+
+// Start begins fetching and running tasks and firing periodic tasks.
+func (s *Server) Start() error {
+	if s.cfgErr != nil {
+		return s.cfgErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.periodic {
+		if e.err != nil {
+			return e.err
+		}
+	}
+	if err := s.srv.Start(s.mux); err != nil {
+		return fmt.Errorf("start worker server: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	for _, e := range s.periodic {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runPeriodic(ctx, e)
+		}()
+	}
+	return nil
+}
+
+// Shutdown stops fetching tasks and firing periodic ones, gives running tasks up to
+// ShutdownTimeout to finish (asynq returns the rest to the queue for another worker),
+// and closes the connections. It is safe to call more than once, or without Start.
+func (s *Server) Shutdown() {
+	s.shutdown.Do(func() {
+		s.mu.Lock()
+		if s.stop != nil {
+			s.stop()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+		s.srv.Shutdown()
+		_ = s.rdb.Close()
+	})
+}
+
+// Inspector reads queue and task state (for tests and metrics); it shares the
+// server's connections and is unusable after Shutdown.
+func (s *Server) Inspector() *asynq.Inspector { return s.inspector }
+
+// QueueDepth is QueueDepth over this server's queues; a queue that never held a task
+// counts 0.
+func (s *Server) QueueDepth(ctx context.Context) (map[string]int, error) {
+	depth, err := QueueDepth(ctx, s.inspector)
+	if err != nil {
+		return nil, err
+	}
+	for q := range s.cfg.Queues {
+		if _, ok := depth[q]; !ok {
+			depth[q] = 0
+		}
+	}
+	return depth, nil
+}
+
+// QueueDepth counts, per queue, the tasks not yet finished: pending, active, scheduled
+// and waiting for a retry. asynq's Inspector takes no context; ctx is checked between
+// queues.
+func QueueDepth(ctx context.Context, insp *asynq.Inspector) (map[string]int, error) {
+	queues, err := insp.Queues()
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	depth := make(map[string]int, len(queues))
+	for _, q := range queues {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info, err := insp.GetQueueInfo(q)
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", q, err)
+		}
+		depth[q] = info.Pending + info.Active + info.Scheduled + info.Retry
+	}
+	return depth, nil
+}
+
+// nonRetryable are the codes that describe the input or the request, not the moment:
+// another attempt would fail the same way.
+var nonRetryable = map[string]bool{
+	domain.CodeCorruptedFile:          true,
+	domain.CodeEncryptedFile:          true,
+	domain.CodeUnsupportedInput:       true,
+	domain.CodeUnsupportedFile:        true,
+	domain.CodeFileTooLarge:           true,
+	domain.CodeMalwareDetected:        true,
+	domain.CodeInvalidRequest:         true,
+	domain.CodeUnsupportedOperation:   true,
+	domain.CodeValidationFailed:       true,
+	domain.CodePolicyViolation:        true,
+	domain.CodeOutputValidationFailed: true,
+	domain.CodeNotFound:               true,
+	domain.CodePaymentRequired:        true,
+}
+
+// Retryable reports whether another attempt could succeed where err failed. Errors
+// carrying a non-retryable domain code (domain.ErrNotFound counts as not_found), and
+// errors already marked asynq.SkipRetry, are not; anything else (timeouts, unavailable
+// dependencies, unknown errors) is.
+func Retryable(err error) bool {
+	if err == nil || errors.Is(err, asynq.SkipRetry) {
+		return false
+	}
+	return !nonRetryable[domain.ErrorCode(err)]
+}
+
+// SkipNonRetryable is asynq middleware that marks non-retryable errors with
+// asynq.SkipRetry, so the task is archived after one attempt instead of retried. The
+// domain error stays in the chain for errors.As.
+func SkipNonRetryable(h asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		err := h.ProcessTask(ctx, t)
+		if err == nil || Retryable(err) || errors.Is(err, asynq.SkipRetry) || errors.Is(err, asynq.RevokeTask) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", asynq.SkipRetry, err)
+	})
+}
+
+// logTaskError logs every failed attempt: a warning when a retry follows, an error
+// when it was the last one.
+func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
+	id, _ := asynq.GetTaskID(ctx)
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	queue, _ := asynq.GetQueueName(ctx)
+	final := retried >= maxRetry || errors.Is(err, asynq.SkipRetry) || errors.Is(err, asynq.RevokeTask)
+	level := slog.LevelWarn
+	if final {
+		level = slog.LevelError
+	}
+	s.log.Log(context.WithoutCancel(ctx), level, "task failed",
+		"task_type", t.Type(), "task_id", id, "queue", queue,
+		"attempt", retried+1, "max_attempts", maxRetry+1, "will_retry", !final,
+		"error", err.Error())
+}
+
+// asynqLogger sends asynq's own log lines to slog.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) log(level slog.Level, args []any) {
+	a.l.Log(context.Background(), level, fmt.Sprint(args...), "component", "asynq")
+}
+
+func (a asynqLogger) Debug(args ...any) { a.log(slog.LevelDebug, args) }
+func (a asynqLogger) Info(args ...any)  { a.log(slog.LevelInfo, args) }
+func (a asynqLogger) Warn(args ...any)  { a.log(slog.LevelWarn, args) }
+func (a asynqLogger) Error(args ...any) { a.log(slog.LevelError, args) }
+
+// Fatal is what asynq calls when it cannot go on; its contract is to exit.
+func (a asynqLogger) Fatal(args ...any) {
+	a.log(slog.LevelError, args)
+	os.Exit(1)
+}
+
+// asynqLevel lets asynq format only the lines the slog handler would keep.
+func asynqLevel(l *slog.Logger) asynq.LogLevel {
+	ctx := context.Background()
+	switch {
+	case l.Enabled(ctx, slog.LevelDebug):
+		return asynq.DebugLevel
+	case l.Enabled(ctx, slog.LevelInfo):
+		return asynq.InfoLevel
+	case l.Enabled(ctx, slog.LevelWarn):
+		return asynq.WarnLevel
+	default:
+		return asynq.ErrorLevel
+	}
+}
