@@ -54,7 +54,7 @@ var Operations = []*Operation{
 		Description: "Scans for malware with ClamAV and built-in checks; a finding fails the job with malware_detected."},
 	{Name: "convert", Kind: "operation", Engine: "office", Price: Price{5, "file"}, InputFormats: officeInputs,
 		Description: "Converts office documents to PDF (or another office format) with LibreOffice.",
-		Options: []Option{{Name: "to", Type: "string", Enum: []string{"pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "txt", "html"}, Default: "pdf", Description: "target format"}}},
+		Options:     []Option{{Name: "to", Type: "string", Enum: []string{"pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "txt", "html"}, Default: "pdf", Description: "target format"}}},
 	{Name: "ocr", Kind: "operation", Engine: "ocr", Price: Price{2, "page"}, InputFormats: append([]string{"pdf"}, imageInputs...),
 		Description: "Recognises text in scans and images with tesseract.",
 		Options: []Option{
@@ -62,7 +62,7 @@ var Operations = []*Operation{
 			{Name: "output", Type: "string", Enum: []string{"text", "pdf"}, Default: "text", Description: "plain text, or a searchable PDF"}}},
 	{Name: "pdf.merge", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
 		Description: "Appends other PDFs of the project to this one.",
-		Options: []Option{{Name: "file_ids", Type: "array", MaxItems: 99, Description: "the files to append, in order"}}},
+		Options:     []Option{{Name: "file_ids", Type: "array", MaxItems: 99, Description: "the files to append, in order"}}},
 	{Name: "pdf.pages", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
 		Description: "Keeps, reorders or rotates pages.",
 		Options: []Option{
@@ -70,7 +70,7 @@ var Operations = []*Operation{
 			{Name: "rotate", Type: "integer", Enum: []string{"0", "90", "180", "270"}, Description: "rotation in degrees"}}},
 	{Name: "pdf.split", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
 		Description: "Splits a PDF into parts of span pages.",
-		Options: []Option{{Name: "span", Type: "integer", Min: num(1), Max: num(10000), Default: 1, Description: "pages per part"}}},
+		Options:     []Option{{Name: "span", Type: "integer", Min: num(1), Max: num(10000), Default: 1, Description: "pages per part"}}},
 	{Name: "pdf.compress", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
 		Description: "Optimises a PDF: removes redundancy, recompresses streams."},
 	{Name: "pdf.render", Kind: "operation", Engine: "render", Price: Price{1, "page"}, InputFormats: []string{"pdf"},

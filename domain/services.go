@@ -90,7 +90,8 @@ func NewServices(cfg Config, d Deps) *Services {
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines}
 	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
-	_, metered := d.Blobs.(EgressMeter)
+	m, ok := d.Blobs.(EgressMeter)
+	metered := ok && m.MetersEgress()
 	s.Usage = &Usage{Store: store, Clock: clock, EgressAtServe: metered}
 	s.Files.Usage = s.Usage
 	return s
