@@ -1,0 +1,120 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// statusOf is the one table from contract code to HTTP status (interface.md section 7).
+var statusOf = map[string]int{
+	domain.CodeInvalidRequest:       http.StatusBadRequest,
+	domain.CodeUnsupportedFile:      http.StatusBadRequest,
+	domain.CodeFileTooLarge:         http.StatusBadRequest,
+	domain.CodeCorruptedFile:        http.StatusBadRequest,
+	domain.CodeEncryptedFile:        http.StatusBadRequest,
+	domain.CodeUnsupportedOperation: http.StatusBadRequest,
+
+	domain.CodeMissingCredentials: http.StatusUnauthorized,
+	domain.CodeInvalidAPIKey:      http.StatusUnauthorized,
+	domain.CodeExpiredAPIKey:      http.StatusUnauthorized,
+	domain.CodeRevokedAPIKey:      http.StatusUnauthorized,
+	domain.CodeAPIKeyInQuery:      http.StatusUnauthorized,
+
+	domain.CodePaymentRequired: http.StatusPaymentRequired,
+
+	domain.CodeInsufficientScope:     http.StatusForbidden,
+	domain.CodeIPNotAllowed:          http.StatusForbidden,
+	domain.CodeOperationNotAllowed:   http.StatusForbidden,
+	domain.CodeEnvironmentMismatch:   http.StatusForbidden,
+	domain.CodeOrganizationSuspended: http.StatusForbidden,
+	domain.CodeForbidden:             http.StatusForbidden,
+	domain.CodeKeyRestricted:         http.StatusForbidden,
+
+	domain.CodeNotFound: http.StatusNotFound,
+
+	domain.CodeIdempotencyConflict:   http.StatusConflict,
+	domain.CodeUploadSessionConsumed: http.StatusConflict,
+	domain.CodeConflict:              http.StatusConflict,
+
+	domain.CodePayloadTooLarge: http.StatusRequestEntityTooLarge,
+
+	domain.CodeMalwareDetected:        http.StatusUnprocessableEntity,
+	domain.CodePolicyViolation:        http.StatusUnprocessableEntity,
+	domain.CodeValidationFailed:       http.StatusUnprocessableEntity,
+	domain.CodeOutputValidationFailed: http.StatusUnprocessableEntity,
+	domain.CodeUnsupportedInput:       http.StatusUnprocessableEntity,
+
+	domain.CodeKeySpendLimit:       http.StatusTooManyRequests,
+	domain.CodeRateLimited:         http.StatusTooManyRequests,
+	domain.CodeConcurrencyLimit:    http.StatusTooManyRequests,
+	domain.CodeCreditsExhausted:    http.StatusTooManyRequests,
+	domain.CodeAnonymousDailyLimit: http.StatusTooManyRequests,
+
+	domain.CodeInternal:              http.StatusInternalServerError,
+	domain.CodeProcessingUnavailable: http.StatusServiceUnavailable,
+	domain.CodeDependencyUnavailable: http.StatusServiceUnavailable,
+	domain.CodeTimeout:               http.StatusGatewayTimeout,
+
+	domain.CodeNotImplemented: http.StatusNotImplemented,
+}
+
+// StatusOf returns the HTTP status of a contract code.
+func StatusOf(code string) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	Param     string         `json:"param,omitempty"`
+	RequestID string         `json:"request_id"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// writeError answers with the one error shape. Errors without a contract code are
+// logged with the request id and shown as a plain internal error.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	reqID := requestIDFrom(r.Context())
+	derr := domain.AsError(err)
+	if derr == nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			derr = domain.NotFound("resource")
+		} else {
+			logger(r.Context()).Error("internal error", "error", err.Error())
+			derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
+		}
+	}
+	status := StatusOf(derr.Code)
+	if derr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(derr.RetryAfter))
+	} else if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: derr.Code, Message: derr.Message, Param: derr.Param,
+		RequestID: reqID, Details: derr.Details}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode response", "error", err)
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal_error","message":"internal error","request_id":""}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

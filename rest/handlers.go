@@ -1,0 +1,97 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// detached runs fn with a context that outlives the request, for bookkeeping that
+// must happen even when the client has gone.
+func detached(r *http.Request, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+	defer cancel()
+	return fn(ctx)
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	page, err := pageFrom(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	list, err := s.svc.Jobs.ListJobs(r.Context(), p, domain.JobQuery{ProjectID: q.Get("project_id"), State: q.Get("state"), Page: page})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newList(list, (*domain.Job).View, func(j *domain.Job) string { return j.ID }))
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	j, err := s.svc.Jobs.FindJob(r.Context(), p, r.PathValue("job_id"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j.View())
+}
+
+func (s *Server) listWebhookEndpoints(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	page, err := pageFrom(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	list, err := s.svc.Webhooks.ListEndpoints(r.Context(), p, r.URL.Query().Get("project_id"), page)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newList(list, (*domain.WebhookEndpoint).View, func(e *domain.WebhookEndpoint) string { return e.ID }))
+}
+
+type createWebhookEndpointRequest struct {
+	URL           string   `json:"url"`
+	EnabledEvents []string `json:"enabled_events"`
+	ProjectID     string   `json:"project_id"`
+}
+
+func (s *Server) createWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	var req createWebhookEndpointRequest
+	if !decodeRequest(w, r, &req, false) {
+		return
+	}
+	ep, err := s.svc.Webhooks.CreateEndpoint(r.Context(), p, domain.NewWebhookEndpoint{URL: req.URL, EnabledEvents: req.EnabledEvents, ProjectID: req.ProjectID})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	v := ep.View()
+	v.Secret = ep.Secret
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) deleteWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	if err := s.svc.Webhooks.DeleteEndpoint(r.Context(), p, r.PathValue("webhook_endpoint_id")); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeRequest reads and strictly decodes the body, answering 400 itself on failure.
+func decodeRequest(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	body, err := readBody(r)
+	if err == nil {
+		err = decodeStrict(body, v, optional)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return false
+	}
+	return true
+}

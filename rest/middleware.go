@@ -1,0 +1,224 @@
+package rest
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+)
+
+type ctxKey int
+
+const (
+	ctxRequestID ctxKey = iota
+	ctxPrincipal
+	ctxLogger
+)
+
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(ctxRequestID).(string)
+	return id
+}
+
+func principalFrom(ctx context.Context) *domain.Principal {
+	p, _ := ctx.Value(ctxPrincipal).(*domain.Principal)
+	return p
+}
+
+func logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(ctxLogger).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// withRequestID gives every request a fresh req_ id, echoed in X-Request-Id and in
+// every log line of the request.
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := domain.NewID(domain.PrefixRequest)
+		w.Header().Set("X-Request-Id", id)
+		ctx := context.WithValue(r.Context(), ctxRequestID, id)
+		ctx = context.WithValue(ctx, ctxLogger, s.log.With("request_id", id))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *Server) withRecover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				logger(r.Context()).Error("panic", "value", v, "stack", string(debug.Stack()))
+				writeError(w, r, domain.Errorf(domain.CodeInternal, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (rec *statusRecorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+	rec.ResponseWriter.WriteHeader(code)
+}
+
+func (rec *statusRecorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	n, err := rec.ResponseWriter.Write(b)
+	rec.bytes += n
+	return n, err
+}
+
+func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+func (s *Server) withAccessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" {
+			return
+		}
+		logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+			slog.Int("bytes", rec.bytes), slog.Duration("duration", time.Since(start)))
+	})
+}
+
+func (s *Server) withMetrics(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		s.metrics.observe(route, rec.status, time.Since(start))
+	})
+}
+
+func (s *Server) withTimeout(next http.Handler) http.Handler {
+	if s.cfg.RequestTimeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// queryKeyParams are query parameters that look like a credential: a key in a URL ends
+// up in logs and browser history, so it is refused even next to a valid header.
+var queryKeyParams = []string{"api_key", "key", "access_token"}
+
+// withAuth authenticates the bearer key, applies the rate limit (per key, or per client
+// address when no key is accepted) and sets the X-RateLimit-* headers on every answer.
+func (s *Server) withAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip := clientIP(r)
+		p, authErr := s.authenticate(r, ip)
+		bucket, limit := "ip:"+ip.String(), s.svc.Config.DefaultRateLimit
+		if authErr == nil {
+			bucket = "key:" + p.Key.ID
+			if p.Key.RateLimit > 0 {
+				limit = p.Key.RateLimit
+			}
+		}
+		if !s.rateLimit(w, r, bucket, limit) {
+			return
+		}
+		if authErr != nil {
+			writeError(w, r, authErr)
+			return
+		}
+		ctx := context.WithValue(r.Context(), ctxPrincipal, p)
+		ctx = context.WithValue(ctx, ctxLogger, logger(ctx).With("organization_id", p.Organization.ID, "key_id", p.Key.ID))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal, error) {
+	q := r.URL.Query()
+	for _, name := range queryKeyParams {
+		if q.Has(name) {
+			return nil, &domain.Error{Code: domain.CodeAPIKeyInQuery, Param: name,
+				Message: "API keys must not be sent in the query string; use the Authorization header (and rotate the key: URLs get logged)"}
+		}
+	}
+	h := r.Header.Get("Authorization")
+	secret := ""
+	if h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return nil, domain.Errorf(domain.CodeInvalidAPIKey, "the Authorization header must be 'Bearer <key>'")
+		}
+		secret = strings.TrimSpace(token)
+	}
+	return s.svc.Keys.Authenticate(r.Context(), secret, ip)
+}
+
+// public applies the per-address rate limit to an unauthenticated /v1 route, so it
+// carries the same headers as every other /v1 answer.
+func (s *Server) public(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.rateLimit(w, r, "ip:"+clientIP(r).String(), s.svc.Config.DefaultRateLimit) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// rateLimit sets the headers and answers 429 when the bucket is empty. When the limiter
+// itself fails, requests are let through (availability over strictness) and logged.
+func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string, limit int) bool {
+	d, err := s.limiter.Allow(r.Context(), bucket, limit)
+	if err != nil {
+		logger(r.Context()).Warn("rate limiter unavailable; letting the request through", "error", err.Error())
+		d = domain.RateDecision{Allowed: true, Limit: limit, Remaining: limit}
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
+	if !d.Allowed {
+		retry := int((d.RetryAfter + time.Second - 1) / time.Second)
+		if retry < 1 {
+			retry = 1
+		}
+		writeError(w, r, &domain.Error{Code: domain.CodeRateLimited, RetryAfter: retry,
+			Message: "too many requests: the limit is " + strconv.Itoa(d.Limit) + " per minute"})
+		return false
+	}
+	return true
+}
+
+// clientIP is the peer address. Forwarded headers are not trusted: a deployment behind
+// a proxy terminates there and the allow-list applies to the proxy's view.
+func clientIP(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.IPv4Unspecified()
+	}
+	return a.Unmap()
+}

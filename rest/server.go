@@ -1,0 +1,141 @@
+package rest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// Checker reports whether one dependency is reachable, for /readyz.
+type Checker struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Config holds the settings of the REST door.
+type Config struct {
+	// RequestTimeout bounds a request's handling; slow work belongs in jobs.
+	RequestTimeout time.Duration
+	// ReadinessChecks are run by /readyz, in order.
+	ReadinessChecks []Checker
+	// QueueDepth feeds the queue-depth gauge of /metrics; nil leaves it out.
+	QueueDepth func(ctx context.Context) (map[string]int, error)
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config { return Config{RequestTimeout: 30 * time.Second} }
+
+// Server is the REST door over the domain services.
+type Server struct {
+	cfg     Config
+	svc     *domain.Services
+	limiter domain.RateLimiter
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// NewServer builds the door. limiter is shared by every API process (Redis).
+func NewServer(cfg Config, svc *domain.Services, limiter domain.RateLimiter, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, svc: svc, limiter: limiter, log: log, metrics: newMetrics(cfg.QueueDepth), mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// Handler returns the root handler: /v1, health, readiness and metrics.
+func (s *Server) Handler() http.Handler {
+	return s.withRequestID(s.withRecover(s.withAccessLog(s.mux)))
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.Handle("GET /v1/openapi.json", s.public(OpenAPIHandler()))
+
+	// Uploads and files.
+	s.api("POST /v1/uploads", domain.ScopeFilesWrite, s.createUpload)
+	s.api("GET /v1/uploads/{upload_id}", domain.ScopeFilesRead, s.getUpload)
+	s.api("POST /v1/uploads/{upload_id}/parts", domain.ScopeFilesWrite, s.remintParts)
+	s.api("POST /v1/uploads/{upload_id}/complete-parts", domain.ScopeFilesWrite, s.completeParts)
+	s.api("POST /v1/uploads/{upload_id}/abort", domain.ScopeFilesWrite, s.abortUpload)
+	s.api("POST /v1/files/{file_id}/complete", domain.ScopeFilesWrite, s.completeFile)
+	s.api("GET /v1/files", domain.ScopeFilesRead, s.listFiles)
+	s.api("GET /v1/files/{file_id}", domain.ScopeFilesRead, s.getFile)
+	s.api("DELETE /v1/files/{file_id}", domain.ScopeFilesWrite, s.deleteFile)
+	s.api("GET /v1/files/{file_id}/history", domain.ScopeFilesRead, s.fileHistory)
+	s.api("POST /v1/files/{file_id}/download-url", domain.ScopeFilesRead, s.downloadURL)
+
+	// Jobs and batches.
+	s.api("POST /v1/jobs", domain.ScopeJobsWrite, s.createJob)
+	s.api("GET /v1/jobs", domain.ScopeJobsRead, s.listJobs)
+	s.api("GET /v1/jobs/{job_id}", domain.ScopeJobsRead, s.getJob)
+	s.api("POST /v1/jobs/{job_id}/cancel", domain.ScopeJobsWrite, s.cancelJob)
+	s.api("POST /v1/batches", domain.ScopeJobsWrite, s.createBatch)
+	s.api("GET /v1/batches/{batch_id}", domain.ScopeJobsRead, s.getBatch)
+	s.api("GET /v1/operations", "", s.listOperations)
+	s.api("GET /v1/usage", domain.ScopeUsageRead, s.getUsage)
+
+	// Webhook endpoints.
+	s.api("GET /v1/webhook-endpoints", domain.ScopeWebhooksRead, s.listWebhookEndpoints)
+	s.api("POST /v1/webhook-endpoints", domain.ScopeWebhooksWrite, s.createWebhookEndpoint)
+	s.api("DELETE /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksWrite, s.deleteWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", domain.ScopeWebhooksWrite, notImplemented)
+
+	// Anything else under /v1 is a 404 in the contract's error shape, with the headers.
+	s.mux.Handle("/v1/", s.public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, domain.Errorf(domain.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})))
+}
+
+// apiHandler is a /v1 handler that runs for an authenticated principal.
+type apiHandler func(w http.ResponseWriter, r *http.Request, p *domain.Principal)
+
+// api registers an authenticated /v1 route. The scope is checked before the handler
+// runs; POST routes pass through the idempotency layer.
+func (s *Server) api(pattern, scope string, h apiHandler) {
+	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		if scope != "" {
+			if err := p.RequireScope(scope); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		h(w, r, p)
+	})
+	if len(pattern) > 5 && pattern[:5] == "POST " {
+		handler = s.withIdempotency(handler)
+	}
+	s.mux.Handle(pattern, s.withMetrics(pattern, s.withTimeout(s.withAuth(handler))))
+}
+
+func notImplemented(w http.ResponseWriter, r *http.Request, _ *domain.Principal) {
+	writeError(w, r, domain.Errorf(domain.CodeNotImplemented, "%s is part of the contract but not available on this deployment yet", r.Pattern))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	status, code := "ok", http.StatusOK
+	checks := map[string]string{}
+	for _, c := range s.cfg.ReadinessChecks {
+		if err := c.Check(ctx); err != nil {
+			checks[c.Name] = err.Error()
+			status, code = "unavailable", http.StatusServiceUnavailable
+		} else {
+			checks[c.Name] = "ok"
+		}
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+}

@@ -1,0 +1,204 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/db"
+	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/redistest"
+	"github.com/filemill/filemill/rest"
+	"github.com/filemill/filemill/rest/openapitest"
+	"github.com/filemill/filemill/storage"
+	"github.com/filemill/filemill/storage/miniotest"
+)
+
+// bundle is a real server over real PostgreSQL and Redis, with a client whose every
+// response is checked against the OpenAPI document.
+type bundle struct {
+	t        *testing.T
+	store    *db.Store
+	svc      *domain.Services
+	srv      *httptest.Server
+	client   *http.Client
+	blobs    domain.Blobs
+	redisOpt asynq.RedisConnOpt
+	// Organization A with a live and a test key, organization B with a live key.
+	orgA, orgB         *domain.Bootstrap
+	liveA, testA, keyB string
+}
+
+type setupOpts struct {
+	cfg     func(*domain.Config)
+	backend string // "local" (default) or "s3" (a real MinIO server)
+	worker  bool   // run a worker in-process
+	fetcher domain.Fetcher
+}
+
+func setup(t *testing.T, opts ...setupOpts) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	store := dbtest.Open(t, dbtest.Postgres(t))
+	ropt, err := redis.ParseURL(redistest.URL(t))
+	require.NoError(t, err)
+	rdb := redis.NewClient(ropt)
+	t.Cleanup(func() { rdb.Close() })
+
+	cfg := domain.DefaultConfig()
+	var o setupOpts
+	for _, x := range opts {
+		o = x
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	// The storage host reports bytes served; the services exist only after the blobs.
+	var svc *domain.Services
+	blobs := newBlobs(t, o.backend, func(key string, n int64) { _ = svc.Usage.RecordEgress(context.Background(), key, n) })
+	redisOpt, _, err := jobs.ParseRedisURL(redistest.URL(t))
+	require.NoError(t, err)
+	queue := jobs.NewQueue(redisOpt)
+	t.Cleanup(func() { queue.Close() })
+	svc = domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Fetcher: o.fetcher,
+		Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
+	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	if o.worker {
+		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Shutdown)
+	}
+
+	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt,
+		client: openapitest.New(t).Client(http.DefaultTransport)}
+	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 100)
+	require.NoError(t, err)
+	b.orgB, err = svc.Organizations.Bootstrap(ctx, "org-b", "main", 100)
+	require.NoError(t, err)
+	b.liveA, b.testA, b.keyB = b.orgA.LiveSecret, b.orgA.TestSecret, b.orgB.LiveSecret
+	return b
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), string(r.body))
+	return m
+}
+
+func (r response) errorCode(t *testing.T) string {
+	t.Helper()
+	e, ok := r.json(t)["error"].(map[string]any)
+	require.True(t, ok, "not an error body: %s", r.body)
+	return e["code"].(string)
+}
+
+// req is one request; key "" sends no Authorization header.
+type req struct {
+	method, path, key, idem string
+	body                    any
+	header                  map[string]string
+}
+
+func (b *bundle) do(r req) response {
+	b.t.Helper()
+	var body io.Reader
+	switch v := r.body.(type) {
+	case nil:
+	case string:
+		body = bytes.NewBufferString(v)
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(b.t, err)
+		body = bytes.NewReader(raw)
+	}
+	hr, err := http.NewRequest(r.method, b.srv.URL+r.path, body)
+	require.NoError(b.t, err)
+	if r.key != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.key)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if r.idem != "" {
+		hr.Header.Set("Idempotency-Key", r.idem)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	resp, err := b.client.Do(hr)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return response{status: resp.StatusCode, header: resp.Header, body: raw}
+}
+
+// newKey mints a key for organization A's project with the given tweaks.
+func (b *bundle) newKey(mod func(*domain.NewKey)) string {
+	b.t.Helper()
+	nk := domain.NewKey{OrganizationID: b.orgA.Organization.ID, ProjectID: b.orgA.Project.ID, Environment: domain.EnvLive}
+	if mod != nil {
+		mod(&nk)
+	}
+	_, secret, err := b.svc.Keys.CreateKey(context.Background(), nk)
+	require.NoError(b.t, err)
+	return secret
+}
+
+func past() *time.Time {
+	t := time.Now().Add(-time.Minute)
+	return &t
+}
+
+func webhookBody(url string) map[string]any {
+	return map[string]any{"url": url, "enabled_events": []string{"job.succeeded", "file.ready"}}
+}
+
+// newBlobs starts a storage backend: the local disk with its own storage host, or a
+// bucket on a real MinIO server.
+func newBlobs(t *testing.T, backend string, onEgress func(key string, n int64)) domain.Blobs {
+	t.Helper()
+	if backend == "s3" {
+		endpoint, access, secret := miniotest.Start(t)
+		cfg, err := storage.ParseS3URL(fmt.Sprintf("s3://%s:%s@%s/filemill-test?secure=false&region=us-east-1", access, secret, endpoint))
+		require.NoError(t, err)
+		s3, err := storage.NewS3(context.Background(), cfg)
+		require.NoError(t, err)
+		return s3
+	}
+	host := httptest.NewUnstartedServer(nil)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	local, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://" + host.Listener.Addr().String(), Secret: secret, OnEgress: onEgress})
+	require.NoError(t, err)
+	host.Config.Handler = local.Handler()
+	host.Start()
+	t.Cleanup(host.Close)
+	return local
+}

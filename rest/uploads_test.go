@@ -1,0 +1,398 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+)
+
+var idemCounter atomic.Int64
+
+func idem() string { return fmt.Sprint("k-", idemCounter.Add(1)) }
+
+// put sends bytes to a pre-signed URL with the headers the session asked for.
+func put(t *testing.T, url string, headers map[string]any, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("PUT", url, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range headers {
+		if k == "Content-Length" {
+			continue // net/http sets it from the body
+		}
+		req.Header.Set(k, v.(string))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func get(t *testing.T, url string, hdr map[string]string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body
+}
+
+// openUpload creates a single-PUT session.
+func (b *bundle) openUpload(key, filename string, size int, extra map[string]any) map[string]any {
+	b.t.Helper()
+	body := map[string]any{"filename": filename, "byte_size": size}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := b.do(req{method: "POST", path: "/v1/uploads", key: key, idem: idem(), body: body})
+	require.Equal(b.t, 201, r.status, string(r.body))
+	return r.json(b.t)
+}
+
+// uploadFile runs the whole single-PUT flow and returns the completion answer.
+func (b *bundle) uploadFile(key, filename string, content []byte, extra map[string]any) response {
+	b.t.Helper()
+	u := b.openUpload(key, filename, len(content), extra)
+	resp := put(b.t, u["upload_url"].(string), u["upload_headers"].(map[string]any), content)
+	require.Less(b.t, resp.StatusCode, 300, "PUT answered %d", resp.StatusCode)
+	return b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/complete", key: key, idem: idem()})
+}
+
+func pngBytes(t *testing.T, w, h int) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := 0; x < w; x++ {
+		img.Set(x, x%h, color.RGBA{R: uint8(x), G: 100, B: 200, A: 255})
+	}
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	return buf.Bytes()
+}
+
+const minimalPDF = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func TestUploadsOnEachBackend(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"local", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, setupOpts{backend: backend})
+
+			t.Run("SinglePutCompletesReady", func(t *testing.T) {
+				content := pngBytes(t, 40, 30)
+				r := b.uploadFile(b.liveA, "pic.png", content, map[string]any{"mime_type": "image/png", "validation": map[string]any{"formats": []string{"png", "image/jpeg"}, "max_bytes": 1 << 20}})
+				require.Equal(t, 200, r.status, string(r.body))
+				f := r.json(t)
+				sum := sha256.Sum256(content)
+				require.Equal(t, "ready", f["status"])
+				require.Equal(t, hex.EncodeToString(sum[:]), f["sha256"])
+				require.EqualValues(t, len(content), f["byte_size"])
+				require.Equal(t, map[string]any{"extension": "png", "mime_type": "image/png"}, f["detected_format"])
+				require.Nil(t, f["duplicate_of"])
+
+				// The same bytes again are a duplicate of the oldest ready file.
+				r2 := b.uploadFile(b.liveA, "again.png", content, nil)
+				require.Equal(t, 200, r2.status)
+				require.Equal(t, f["id"], r2.json(t)["duplicate_of"])
+
+				// Completing twice: the session is consumed.
+				r3 := b.do(req{method: "POST", path: "/v1/files/" + f["id"].(string) + "/complete", key: b.liveA, idem: idem()})
+				require.Equal(t, 409, r3.status)
+				require.Equal(t, domain.CodeUploadSessionConsumed, r3.errorCode(t))
+			})
+
+			t.Run("LyingDeclaredTypeIsRejectedByDetectedFormat", func(t *testing.T) {
+				u := b.openUpload(b.liveA, "report.pdf", len(pngBytes(t, 8, 8)), map[string]any{"mime_type": "application/pdf", "validation": map[string]any{"formats": []string{"pdf"}}})
+				put(t, u["upload_url"].(string), u["upload_headers"].(map[string]any), pngBytes(t, 8, 8))
+				r := b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/complete", key: b.liveA, idem: idem()})
+				require.Equal(t, 422, r.status, string(r.body))
+				require.Equal(t, domain.CodeValidationFailed, r.errorCode(t))
+				findings := r.json(t)["error"].(map[string]any)["details"].(map[string]any)["findings"].([]any)
+				codes := []string{}
+				for _, f := range findings {
+					codes = append(codes, f.(map[string]any)["code"].(string))
+				}
+				require.ElementsMatch(t, []string{"format_not_allowed", "mime_type_mismatch"}, codes)
+				g := b.do(req{method: "GET", path: "/v1/files/" + u["file_id"].(string), key: b.liveA})
+				require.Equal(t, "rejected", g.json(t)["status"])
+				require.Equal(t, "png", g.json(t)["detected_format"].(map[string]any)["extension"])
+				// A rejected file is quarantined.
+				d := b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/download-url", key: b.liveA, idem: idem()})
+				require.Equal(t, 403, d.status)
+				require.Equal(t, domain.CodeForbidden, d.errorCode(t))
+			})
+
+			t.Run("OversizePutIsRefusedByTheStore", func(t *testing.T) {
+				u := b.openUpload(b.liveA, "small.bin", 10, nil)
+				resp := put(t, u["upload_url"].(string), nil, randomBytes(11))
+				require.GreaterOrEqual(t, resp.StatusCode, 400)
+				r := b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/complete", key: b.liveA, idem: idem()})
+				require.Equal(t, 409, r.status, "nothing landed: %s", r.body)
+				require.Equal(t, domain.CodeConflict, r.errorCode(t))
+				// The session is still usable with the right size.
+				require.Less(t, put(t, u["upload_url"].(string), nil, randomBytes(10)).StatusCode, 300)
+				r = b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/complete", key: b.liveA, idem: idem()})
+				require.Equal(t, 200, r.status)
+			})
+
+			t.Run("TamperedURLIsRefused", func(t *testing.T) {
+				u := b.openUpload(b.liveA, "t.bin", 5, nil)
+				url := u["upload_url"].(string)
+				require.GreaterOrEqual(t, put(t, tamper(url), nil, randomBytes(5)).StatusCode, 400)
+				other := b.openUpload(b.liveA, "o.bin", 5, nil)
+				swapped := strings.Replace(url, u["file_id"].(string), other["file_id"].(string), 1)
+				require.GreaterOrEqual(t, put(t, swapped, nil, randomBytes(5)).StatusCode, 400)
+				r := b.do(req{method: "POST", path: "/v1/files/" + other["file_id"].(string) + "/complete", key: b.liveA, idem: idem()})
+				require.Equal(t, 409, r.status, "nothing may land through an altered URL")
+			})
+
+			t.Run("MultipartWithResume", func(t *testing.T) {
+				content := randomBytes(20_000_000)
+				r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: map[string]any{"filename": "big.bin", "byte_size": len(content), "multipart": true}})
+				require.Equal(t, 201, r.status, string(r.body))
+				u := r.json(t)
+				require.Nil(t, u["upload_url"])
+				require.EqualValues(t, domain.MinPartSize, u["part_size"])
+				parts := u["parts"].([]any)
+				require.Len(t, parts, 2)
+				etags := make([]map[string]any, len(parts))
+				send := func(i int, p map[string]any) {
+					off, size := int(p["byte_offset"].(float64)), int(p["byte_size"].(float64))
+					resp := put(t, p["url"].(string), nil, content[off:off+size])
+					require.Less(t, resp.StatusCode, 300)
+					require.NotEmpty(t, resp.Header.Get("ETag"))
+					etags[i] = map[string]any{"part_number": p["part_number"], "etag": resp.Header.Get("ETag")}
+				}
+				send(0, parts[0].(map[string]any))
+				// The client stops here and resumes later with fresh URLs.
+				rm := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/parts", key: b.liveA, idem: idem()})
+				require.Equal(t, 200, rm.status, string(rm.body))
+				fresh := rm.json(t)["parts"].([]any)
+				require.Len(t, fresh, 2)
+				send(1, fresh[1].(map[string]any))
+
+				bad := []map[string]any{etags[0], {"part_number": 2, "etag": `"0000"`}}
+				r = b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/complete-parts", key: b.liveA, idem: idem(), body: map[string]any{"parts": bad}})
+				require.Equal(t, 400, r.status, string(r.body))
+
+				r = b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/complete-parts", key: b.liveA, idem: idem(), body: map[string]any{"parts": etags}})
+				require.Equal(t, 200, r.status, string(r.body))
+				f := r.json(t)
+				sum := sha256.Sum256(content)
+				require.Equal(t, hex.EncodeToString(sum[:]), f["sha256"])
+				require.EqualValues(t, len(content), f["byte_size"])
+
+				again := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/parts", key: b.liveA, idem: idem()})
+				require.Equal(t, 409, again.status)
+				require.Equal(t, domain.CodeUploadSessionConsumed, again.errorCode(t))
+
+				// The assembled object downloads whole and by range.
+				d := b.do(req{method: "POST", path: "/v1/files/" + f["id"].(string) + "/download-url", key: b.liveA, idem: idem(), body: map[string]any{"expires_in": 120}})
+				require.Equal(t, 201, d.status, string(d.body))
+				status, got := get(t, d.json(t)["url"].(string), map[string]string{"Range": "bytes=16777210-16777229"})
+				require.Equal(t, 206, status)
+				require.Equal(t, content[16777210:16777230], got)
+			})
+
+			t.Run("AbortDiscardsParts", func(t *testing.T) {
+				r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: map[string]any{"filename": "a.bin", "byte_size": 17 << 20, "multipart": true}})
+				require.Equal(t, 201, r.status)
+				u := r.json(t)
+				p := u["parts"].([]any)[0].(map[string]any)
+				put(t, p["url"].(string), nil, randomBytes(int(p["byte_size"].(float64))))
+				a := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/abort", key: b.liveA, idem: idem()})
+				require.Equal(t, 204, a.status, string(a.body))
+				g := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA})
+				require.Equal(t, "aborted", g.json(t)["state"])
+				require.Nil(t, g.json(t)["upload_url"])
+				c := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/complete-parts", key: b.liveA, idem: idem(),
+					body: map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "x"}, {"part_number": 2, "etag": "y"}}}})
+				require.Equal(t, 409, c.status)
+				require.Equal(t, domain.CodeUploadSessionConsumed, c.errorCode(t))
+			})
+
+			t.Run("DeleteRemovesTheBytes", func(t *testing.T) {
+				content := []byte("delete me, please, and all of my bytes")
+				r := b.uploadFile(b.liveA, "gone.txt", content, nil)
+				require.Equal(t, 200, r.status)
+				f := r.json(t)
+				require.Equal(t, "txt", f["detected_format"].(map[string]any)["extension"])
+				key := b.fileKey(f["id"].(string))
+				_, err := b.blobs.Stat(context.Background(), key)
+				require.NoError(t, err)
+				d := b.do(req{method: "DELETE", path: "/v1/files/" + f["id"].(string), key: b.liveA})
+				require.Equal(t, 204, d.status)
+				_, err = b.blobs.Stat(context.Background(), key)
+				require.ErrorIs(t, err, domain.ErrNotFound)
+				require.Equal(t, 404, b.do(req{method: "GET", path: "/v1/files/" + f["id"].(string), key: b.liveA}).status)
+				require.Equal(t, 404, b.do(req{method: "DELETE", path: "/v1/files/" + f["id"].(string), key: b.liveA}).status)
+			})
+		})
+	}
+}
+
+func (b *bundle) fileKey(id string) string {
+	f, err := b.store.FindFileByID(context.Background(), id)
+	require.NoError(b.t, err)
+	return f.StorageKey
+}
+
+func TestUploadRequestErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{cfg: func(c *domain.Config) { c.MaxFileSize = 1 << 30 }})
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		param  string
+	}{
+		{"NoAlternative", map[string]any{"mime_type": "image/png"}, 400, domain.CodeInvalidRequest, "filename"},
+		{"BothAlternatives", map[string]any{"filename": "a", "byte_size": 1, "from_url": "https://example.com/a"}, 400, domain.CodeInvalidRequest, "from_url"},
+		{"ZeroSize", map[string]any{"filename": "a", "byte_size": 0}, 400, domain.CodeInvalidRequest, "byte_size"},
+		{"LongName", map[string]any{"filename": strings.Repeat("n", 1025), "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"TooLarge", map[string]any{"filename": "a", "byte_size": 1<<30 + 1}, 413, domain.CodePayloadTooLarge, "byte_size"},
+		{"UnknownField", map[string]any{"filename": "a", "byte_size": 1, "colour": 1}, 400, domain.CodeInvalidRequest, "colour"},
+		{"HTTPFromURL", map[string]any{"from_url": "http://example.com/a"}, 400, domain.CodeInvalidRequest, "from_url"},
+		{"TooManyFormats", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": make([]string, 33)}}, 400, domain.CodeInvalidRequest, "validation.formats"},
+		{"EmptyFormats", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": []string{}}}, 400, domain.CodeInvalidRequest, "validation.formats"},
+		{"BadMaxBytes", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"max_bytes": 0}}, 400, domain.CodeInvalidRequest, "validation.max_bytes"},
+		{"UnknownValidationField", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"colour": 1}}, 400, domain.CodeInvalidRequest, "colour"},
+		{"BadProject", map[string]any{"filename": "a", "byte_size": 1, "project_id": "nope"}, 400, domain.CodeInvalidRequest, "project_id"},
+		{"OtherOrgProject", map[string]any{"filename": "a", "byte_size": 1, "project_id": b.orgB.Project.ID}, 404, domain.CodeNotFound, "project_id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: c.body})
+			require.Equal(t, c.status, r.status, string(r.body))
+			e := r.json(t)["error"].(map[string]any)
+			require.Equal(t, c.code, e["code"])
+			require.Equal(t, c.param, e["param"])
+		})
+	}
+	t.Run("OtherOrganizationsUploadIs404", func(t *testing.T) {
+		u := b.openUpload(b.keyB, "b.bin", 3, nil)
+		for _, r := range []response{
+			b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA}),
+			b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/abort", key: b.liveA, idem: idem()}),
+			b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/complete", key: b.liveA, idem: idem()}),
+			b.do(req{method: "GET", path: "/v1/files/" + u["file_id"].(string), key: b.liveA}),
+		} {
+			require.Equal(t, 404, r.status, string(r.body))
+		}
+		r := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.orgB.TestSecret})
+		require.Equal(t, 403, r.status)
+		require.Equal(t, domain.CodeEnvironmentMismatch, r.errorCode(t))
+	})
+	t.Run("SinglePutSessionHasNoParts", func(t *testing.T) {
+		u := b.openUpload(b.liveA, "s.bin", 3, nil)
+		r := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/parts", key: b.liveA, idem: idem()})
+		require.Equal(t, 409, r.status)
+		require.Equal(t, domain.CodeConflict, r.errorCode(t))
+	})
+	t.Run("CompletePartsBody", func(t *testing.T) {
+		u := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: map[string]any{"filename": "m", "byte_size": 20, "multipart": true}}).json(t)
+		for _, body := range []any{map[string]any{}, map[string]any{"parts": []any{}}, map[string]any{"parts": []any{map[string]any{"part_number": 0, "etag": "x"}}},
+			map[string]any{"parts": []any{map[string]any{"part_number": 1}}}, map[string]any{"parts": []any{map[string]any{"part_number": 1, "etag": "x", "size": 3}}}} {
+			r := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/complete-parts", key: b.liveA, idem: idem(), body: body})
+			require.Equal(t, 400, r.status, string(r.body))
+		}
+		r := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/complete-parts", key: b.liveA, idem: idem(),
+			body: map[string]any{"parts": []any{map[string]any{"part_number": 1, "etag": "x"}}}})
+		require.Equal(t, 409, r.status, "part 1 was never uploaded: %s", r.body)
+	})
+}
+
+func TestExpiredUploadURLIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"local", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, setupOpts{backend: backend, cfg: func(c *domain.Config) { c.UploadURLTTL = 3 * time.Second }})
+			u := b.openUpload(b.liveA, "late.bin", 4, nil)
+			time.Sleep(4 * time.Second)
+			require.GreaterOrEqual(t, put(t, u["upload_url"].(string), u["upload_headers"].(map[string]any), randomBytes(4)).StatusCode, 400)
+			// A fresh GET mints a fresh URL; the session itself lasts a day.
+			g := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA}).json(t)
+			require.Less(t, put(t, g["upload_url"].(string), g["upload_headers"].(map[string]any), randomBytes(4)).StatusCode, 300)
+		})
+	}
+}
+
+func TestFilesListHistoryAndDownload(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		r := b.uploadFile(b.liveA, fmt.Sprintf("f%d.pdf", i), []byte(minimalPDF+strings.Repeat(" ", i)), nil)
+		require.Equal(t, 200, r.status, string(r.body))
+		ids = append(ids, r.json(t)["id"].(string))
+	}
+	l := b.do(req{method: "GET", path: "/v1/files?limit=2", key: b.liveA}).json(t)
+	data := l["data"].([]any)
+	require.Len(t, data, 2)
+	require.Equal(t, ids[2], data[0].(map[string]any)["id"])
+	require.Equal(t, true, l["has_more"])
+	l2 := b.do(req{method: "GET", path: "/v1/files?limit=2&starting_after=" + l["next_cursor"].(string), key: b.liveA}).json(t)
+	require.Equal(t, ids[0], l2["data"].([]any)[0].(map[string]any)["id"])
+	require.Equal(t, "pdf", l2["data"].([]any)[0].(map[string]any)["detected_format"].(map[string]any)["extension"])
+
+	h := b.do(req{method: "GET", path: "/v1/files/" + ids[0] + "/history", key: b.liveA})
+	require.Equal(t, 200, h.status)
+	var types []string
+	for _, e := range h.json(t)["data"].([]any) {
+		types = append(types, e.(map[string]any)["type"].(string))
+	}
+	require.Equal(t, []string{"upload.opened", "file.ready"}, types)
+
+	d := b.do(req{method: "POST", path: "/v1/files/" + ids[0] + "/download-url", key: b.liveA, idem: idem()})
+	require.Equal(t, 201, d.status, string(d.body))
+	status, body := get(t, d.json(t)["url"].(string), nil)
+	require.Equal(t, 200, status)
+	require.Equal(t, minimalPDF, string(body))
+	for _, bad := range []any{map[string]any{"expires_in": 59}, map[string]any{"expires_in": 86401}, map[string]any{"artifact_id": "nope"}, map[string]any{"extra": 1}} {
+		r := b.do(req{method: "POST", path: "/v1/files/" + ids[0] + "/download-url", key: b.liveA, idem: idem(), body: bad})
+		require.Equal(t, 400, r.status, string(r.body))
+	}
+	r := b.do(req{method: "POST", path: "/v1/files/" + ids[0] + "/download-url", key: b.liveA, idem: idem(), body: map[string]any{"artifact_id": "art_01ARZ3NDEKTSV4RRFFQ69G5FAV"}})
+	require.Equal(t, 404, r.status)
+	// Another organization cannot mint a URL for it.
+	require.Equal(t, 404, b.do(req{method: "POST", path: "/v1/files/" + ids[0] + "/download-url", key: b.keyB, idem: idem()}).status)
+}
+
+// tamper changes one character of the URL's last query value: every parameter is signed.
+func tamper(url string) string {
+	i := strings.LastIndex(url, "=") + 1
+	c := byte('0')
+	if url[i] == '0' {
+		c = '1'
+	}
+	return url[:i] + string(c) + url[i+1:]
+}
