@@ -1,0 +1,226 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/storage/fetch"
+)
+
+// Config is every setting of the binary. Flags win over FILEMILL_* variables, which win
+// over the embedded defaults.
+type Config struct {
+	Addr               string
+	StorageAddr        string
+	DataDir            string
+	DatabaseURL        string
+	RedisURL           string
+	StorageURL         string
+	PublicURL          string
+	StoragePublicURL   string
+	StorageSecret      string
+	OutboundAllowCIDRs []netip.Prefix
+	LogLevel           string
+	LogFormat          string
+	WorkerConcurrency  int
+	Domain             domain.Config
+}
+
+// setting describes one configuration value: its flag, its variable and its default.
+type setting struct {
+	flag, env, def, help string
+	target               *string
+}
+
+type rawConfig struct {
+	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
+	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
+	hashWindow, workerConcurrency, uploadURLTTL                                                string
+}
+
+func (rc *rawConfig) settings() []setting {
+	return []setting{
+		{"addr", "FILEMILL_ADDR", "127.0.0.1:8080", "API listen address", &rc.addr},
+		{"storage-addr", "FILEMILL_STORAGE_ADDR", "127.0.0.1:8081", "storage host listen address (local storage)", &rc.storageAddr},
+		{"data-dir", "FILEMILL_DATA_DIR", "./data", "directory for the embedded database, local blobs and secrets", &rc.dataDir},
+		{"database-url", "FILEMILL_DATABASE_URL", "", "postgres://… or a SQLite path (default: SQLite in the data dir)", &rc.databaseURL},
+		{"redis-url", "FILEMILL_REDIS_URL", "", "redis://host:port/db (default: embedded in-process server)", &rc.redisURL},
+		{"storage-url", "FILEMILL_STORAGE_URL", "", "s3://key:secret@host:port/bucket (default: local disk in the data dir)", &rc.storageURL},
+		{"public-url", "FILEMILL_PUBLIC_URL", "", "base URL clients use for the API (default: http://ADDR)", &rc.publicURL},
+		{"storage-public-url", "FILEMILL_STORAGE_PUBLIC_URL", "", "base URL clients use for the storage host (default: http://STORAGE_ADDR)", &rc.storagePublicURL},
+		{"storage-secret", "FILEMILL_STORAGE_SECRET", "", "HMAC key (hex, ≥ 32 bytes) signing local storage URLs (default: generated into the data dir)", &rc.storageSecret},
+		{"outbound-allow-cidrs", "FILEMILL_OUTBOUND_ALLOW_CIDRS", "", "comma-separated networks outbound fetches may reach despite being private", &rc.outboundAllow},
+		{"log-level", "FILEMILL_LOG_LEVEL", "info", "debug, info, warn or error", &rc.logLevel},
+		{"log-format", "FILEMILL_LOG_FORMAT", "json", "json or text", &rc.logFormat},
+		{"rate-limit", "FILEMILL_RATE_LIMIT_PER_MINUTE", "600", "default requests per minute per key", &rc.rateLimit},
+		{"concurrency-limit", "FILEMILL_PROJECT_CONCURRENCY_LIMIT", "50", "default queued+running jobs per project", &rc.concurrency},
+		{"max-file-size", "FILEMILL_MAX_FILE_SIZE", "5368709120", "largest accepted file in bytes", &rc.maxFileSize},
+		{"hash-window", "FILEMILL_HASH_WINDOW", "5368709120", "files up to this many bytes get a SHA-256", &rc.hashWindow},
+		{"worker-concurrency", "FILEMILL_WORKER_CONCURRENCY", "0", "jobs run at once per worker process (0: twice the CPUs)", &rc.workerConcurrency},
+		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
+	}
+}
+
+// registerConfigFlags adds the configuration flags to fs; call loadConfig after Parse.
+func registerConfigFlags(fs *flag.FlagSet) *rawConfig {
+	rc := &rawConfig{}
+	for _, s := range rc.settings() {
+		fs.StringVar(s.target, s.flag, "", s.help+" ["+s.env+"]")
+	}
+	return rc
+}
+
+// loadConfig fills unset flags from the environment and defaults, and validates. An
+// error names the setting to change.
+func loadConfig(rc *rawConfig) (*Config, error) {
+	for _, s := range rc.settings() {
+		if *s.target == "" {
+			*s.target = os.Getenv(s.env)
+		}
+		if *s.target == "" {
+			*s.target = s.def
+		}
+	}
+	c := &Config{Addr: rc.addr, StorageAddr: rc.storageAddr, DatabaseURL: rc.databaseURL, RedisURL: rc.redisURL,
+		StorageURL: rc.storageURL, LogLevel: rc.logLevel, LogFormat: rc.logFormat, Domain: domain.DefaultConfig()}
+	var err error
+	if c.DataDir, err = filepath.Abs(rc.dataDir); err != nil {
+		return nil, fmt.Errorf("FILEMILL_DATA_DIR: %w", err)
+	}
+	for _, a := range []struct{ name, v string }{{"FILEMILL_ADDR", c.Addr}, {"FILEMILL_STORAGE_ADDR", c.StorageAddr}} {
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return nil, fmt.Errorf("%s: %q is not host:port", a.name, a.v)
+		}
+	}
+	if c.PublicURL, err = baseURL("FILEMILL_PUBLIC_URL", rc.publicURL, c.Addr); err != nil {
+		return nil, err
+	}
+	if c.StoragePublicURL, err = baseURL("FILEMILL_STORAGE_PUBLIC_URL", rc.storagePublicURL, c.StorageAddr); err != nil {
+		return nil, err
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") &&
+		strings.Contains(c.DatabaseURL, "://") && !strings.HasPrefix(c.DatabaseURL, "sqlite://") && !strings.HasPrefix(c.DatabaseURL, "file:") {
+		return nil, fmt.Errorf("FILEMILL_DATABASE_URL: %q is neither postgres://… nor a SQLite path", c.DatabaseURL)
+	}
+	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+		return nil, fmt.Errorf("FILEMILL_REDIS_URL: %q must start with redis:// or rediss://", c.RedisURL)
+	}
+	if c.StorageURL != "" && !strings.HasPrefix(c.StorageURL, "s3://") {
+		return nil, fmt.Errorf("FILEMILL_STORAGE_URL: %q must be s3://… (leave it empty for local disk)", c.StorageURL)
+	}
+	if rc.storageSecret != "" {
+		b, err := hex.DecodeString(rc.storageSecret)
+		if err != nil || len(b) < 32 {
+			return nil, errors.New("FILEMILL_STORAGE_SECRET: must be at least 64 hex characters (32 bytes)")
+		}
+		c.StorageSecret = rc.storageSecret
+	}
+	if c.OutboundAllowCIDRs, err = fetch.ParseAllowCIDRs(rc.outboundAllow); err != nil {
+		return nil, err
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return nil, fmt.Errorf("FILEMILL_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		return nil, fmt.Errorf("FILEMILL_LOG_FORMAT: %q is not json or text", c.LogFormat)
+	}
+	ints := []struct {
+		name string
+		v    string
+		dst  *int
+	}{
+		{"FILEMILL_RATE_LIMIT_PER_MINUTE", rc.rateLimit, &c.Domain.DefaultRateLimit},
+		{"FILEMILL_PROJECT_CONCURRENCY_LIMIT", rc.concurrency, &c.Domain.DefaultConcurrencyLimit},
+		{"FILEMILL_WORKER_CONCURRENCY", rc.workerConcurrency, &c.WorkerConcurrency},
+	}
+	for _, i := range ints {
+		n, err := strconv.Atoi(i.v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not an integer", i.name, i.v)
+		}
+		*i.dst = n
+	}
+	if c.WorkerConcurrency < 0 {
+		return nil, errors.New("FILEMILL_WORKER_CONCURRENCY: must not be negative")
+	}
+	if c.Domain.MaxFileSize, err = strconv.ParseInt(rc.maxFileSize, 10, 64); err != nil {
+		return nil, fmt.Errorf("FILEMILL_MAX_FILE_SIZE: %q is not a number of bytes", rc.maxFileSize)
+	}
+	if c.Domain.HashWindow, err = strconv.ParseInt(rc.hashWindow, 10, 64); err != nil {
+		return nil, fmt.Errorf("FILEMILL_HASH_WINDOW: %q is not a number of bytes", rc.hashWindow)
+	}
+	if c.Domain.UploadURLTTL, err = time.ParseDuration(rc.uploadURLTTL); err != nil {
+		return nil, fmt.Errorf("FILEMILL_UPLOAD_URL_TTL: %q is not a duration like 1h", rc.uploadURLTTL)
+	}
+	if err := c.Domain.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func baseURL(name, v, addr string) (string, error) {
+	if v == "" {
+		return "http://" + addr, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s: %q must be an http(s) base URL", name, v)
+	}
+	return strings.TrimRight(v, "/"), nil
+}
+
+// databaseURL is the configured database, or the embedded SQLite file.
+func (c *Config) databaseURL() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return filepath.Join(c.DataDir, "filemill.db")
+}
+
+// storageSecret returns the HMAC key for local storage URLs: the configured one, or one
+// generated once and kept in the data directory so URLs survive restarts.
+func (c *Config) storageSecret() ([]byte, error) {
+	if c.StorageSecret != "" {
+		return hex.DecodeString(c.StorageSecret)
+	}
+	path := filepath.Join(c.DataDir, "storage.secret")
+	if b, err := os.ReadFile(path); err == nil {
+		return hex.DecodeString(strings.TrimSpace(string(b)))
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	// O_EXCL: when two processes start at once, one writes and the other reads its key.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		time.Sleep(100 * time.Millisecond)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return hex.DecodeString(strings.TrimSpace(string(b)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return key, f.Sync()
+}

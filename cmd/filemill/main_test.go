@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// binary is filemill built once for the whole package: these tests drive the real
+// program the way an operator does.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "filemill-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "filemill")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build filemill: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cleanEnv is the environment without any FILEMILL_ setting.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FILEMILL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// proc is a running filemill process with its output captured.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *bytes.Buffer
+	stderr *syncBuffer
+}
+
+type syncBuffer struct {
+	buf  bytes.Buffer
+	done chan struct{}
+}
+
+func start(t *testing.T, dir string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir, cmd.Env = dir, env
+	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{done: make(chan struct{})}}
+	cmd.Stdout = p.stdout
+	errPipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	go func() {
+		_, _ = io.Copy(&p.stderr.buf, errPipe)
+		close(p.stderr.done)
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", strings.Join(args, " "), p.stderr.buf.String())
+		}
+	})
+	return p
+}
+
+func runCLI(t *testing.T, dir string, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s/readyz never answered 200", base)
+}
+
+func apiGet(t *testing.T, url, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestServeFromEmptyDirectoryWithNoConfiguration(t *testing.T) {
+	for _, port := range []string{"8080", "8081"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		require.NoError(t, err, "the default port %s must be free for this test", port)
+		ln.Close()
+	}
+	dir := t.TempDir()
+	env := cleanEnv()
+	p := start(t, dir, env, "serve")
+	base := "http://127.0.0.1:8080"
+	waitReady(t, base)
+
+	raw, err := os.ReadFile(filepath.Join(dir, "data", "bootstrap.json"))
+	require.NoError(t, err)
+	var boot map[string]string
+	require.NoError(t, json.Unmarshal(raw, &boot))
+	require.Contains(t, p.stdout.String(), boot["api_key"], "the first start prints the key")
+	status, body := apiGet(t, base+"/v1/jobs", boot["api_key"])
+	require.Equal(t, 200, status, "%v", body)
+	require.Equal(t, "list", body["object"])
+	status, _ = apiGet(t, base+"/v1/jobs", boot["test_api_key"])
+	require.Equal(t, 200, status)
+
+	t.Run("AdminCommandsWhileServing", func(t *testing.T) {
+		out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "acme", "--project", "web", "--credits", "50", "--json")
+		require.NoError(t, err, stderr)
+		var b map[string]string
+		require.NoError(t, json.Unmarshal([]byte(out), &b))
+		for _, k := range []string{"organization_id", "project_id", "api_key", "test_api_key"} {
+			require.NotEmpty(t, b[k], k)
+		}
+		status, _ := apiGet(t, base+"/v1/jobs", b["api_key"])
+		require.Equal(t, 200, status)
+
+		// Reusing the organization and project mints new keys.
+		out2, _, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "acme", "--project", "web", "--json")
+		require.NoError(t, err)
+		var b2 map[string]string
+		require.NoError(t, json.Unmarshal([]byte(out2), &b2))
+		require.Equal(t, b["organization_id"], b2["organization_id"])
+		require.Equal(t, b["project_id"], b2["project_id"])
+		require.NotEqual(t, b["api_key"], b2["api_key"])
+
+		out, stderr, err = runCLI(t, dir, env, "admin", "keys", "create", "--org", "acme", "--project", "web", "--rate-limit", "2",
+			"--scopes", "jobs:read", "--ip-allow", "127.0.0.0/8", "--spend-limit", "10", "--allowed-operations", "inspect", "--expires-in", "24h", "--json")
+		require.NoError(t, err, stderr)
+		var k map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &k))
+		secret := k["api_key"].(string)
+		req, _ := http.NewRequest("GET", base+"/v1/jobs", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, "2", resp.Header.Get("X-RateLimit-Limit"), "--rate-limit overrides the deployment default")
+
+		list, stderr, err := runCLI(t, dir, env, "admin", "keys", "list", "--org", "acme")
+		require.NoError(t, err, stderr)
+		require.Contains(t, list, k["id"].(string))
+
+		_, stderr, err = runCLI(t, dir, env, "admin", "keys", "revoke", k["id"].(string))
+		require.NoError(t, err, stderr)
+		status, m := apiGet(t, base+"/v1/jobs", secret)
+		require.Equal(t, 401, status)
+		require.Equal(t, "revoked_api_key", m["error"].(map[string]any)["code"])
+
+		_, stderr, err = runCLI(t, dir, env, "admin", "org", "suspend", "acme")
+		require.NoError(t, err, stderr)
+		status, m = apiGet(t, base+"/v1/jobs", b["api_key"])
+		require.Equal(t, 403, status)
+		require.Equal(t, "organization_suspended", m["error"].(map[string]any)["code"])
+		_, _, err = runCLI(t, dir, env, "admin", "org", "resume", "acme")
+		require.NoError(t, err)
+		status, _ = apiGet(t, base+"/v1/jobs", b["api_key"])
+		require.Equal(t, 200, status)
+
+		out, stderr, err = runCLI(t, dir, env, "admin", "credits", "grant", "--org", "acme", "--amount", "25", "--json")
+		require.NoError(t, err, stderr)
+		var acct map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &acct))
+		require.EqualValues(t, 75, acct["balance"])
+
+		_, stderr, err = runCLI(t, dir, env, "admin", "projects", "update", "--org", "acme", "--project", "web", "--concurrency-limit", "3")
+		require.NoError(t, err, stderr)
+
+		_, stderr, err = runCLI(t, dir, env, "admin", "keys", "revoke", "key_nope")
+		require.Error(t, err)
+		require.Contains(t, stderr, "not_found")
+	})
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a graceful shutdown exits 0")
+	case <-time.After(40 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	<-p.stderr.done
+	logs := p.stderr.buf.String()
+	require.Contains(t, logs, `"request_id":"req_`, "logs are JSON with request ids")
+
+	// A second start reuses the data directory and prints no new key.
+	p2 := start(t, dir, env, "serve")
+	waitReady(t, base)
+	status, _ = apiGet(t, base+"/v1/jobs", boot["api_key"])
+	require.Equal(t, 200, status)
+	require.NotContains(t, p2.stdout.String(), "live API key")
+	_ = p2.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p2.cmd.Wait()
+}
+
+func TestBadSettingsNameTheSetting(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"FILEMILL_REDIS_URL":                 "memcached://x",
+		"FILEMILL_DATABASE_URL":              "mysql://x",
+		"FILEMILL_STORAGE_URL":               "ftp://x",
+		"FILEMILL_ADDR":                      "nowhere",
+		"FILEMILL_RATE_LIMIT_PER_MINUTE":     "lots",
+		"FILEMILL_PROJECT_CONCURRENCY_LIMIT": "0",
+		"FILEMILL_OUTBOUND_ALLOW_CIDRS":      "10.0.0.0/99",
+		"FILEMILL_PUBLIC_URL":                "ftp://x",
+		"FILEMILL_STORAGE_SECRET":            "abc",
+		"FILEMILL_LOG_LEVEL":                 "loud",
+	}
+	for name, value := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, stderr, err := runCLI(t, t.TempDir(), cleanEnv(name+"="+value), "serve")
+			require.Error(t, err)
+			require.Contains(t, stderr, name)
+		})
+	}
+	t.Run("UnknownCommand", func(t *testing.T) {
+		_, stderr, err := runCLI(t, t.TempDir(), cleanEnv(), "frobnicate")
+		require.Error(t, err)
+		require.Contains(t, stderr, "unknown command")
+	})
+	t.Run("APIWithoutRedis", func(t *testing.T) {
+		_, stderr, err := runCLI(t, t.TempDir(), cleanEnv(), "api")
+		require.Error(t, err)
+		require.Contains(t, stderr, "FILEMILL_REDIS_URL")
+	})
+}

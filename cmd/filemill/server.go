@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/filemill/filemill/db"
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/rest"
+	"github.com/filemill/filemill/storage"
+	"github.com/filemill/filemill/storage/fetch"
+)
+
+type role int
+
+const (
+	roleAPI role = 1 << iota
+	roleWorker
+)
+
+// app holds the parts one process runs on. The choice between embedded and production
+// parts is made here, once; everything above sees only domain interfaces.
+type app struct {
+	cfg      *Config
+	log      *slog.Logger
+	store    *db.Store
+	embedded *jobs.EmbeddedRedis
+	redisOpt asynq.RedisConnOpt
+	redis    *redis.Client
+	blobs    domain.Blobs
+	local    *storage.Local // nil unless blobs live on local disk
+	queue    *jobs.Queue
+	svc      *domain.Services
+}
+
+func newLogger(cfg *Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// openStore opens and migrates the metadata store.
+func openStore(ctx context.Context, cfg *Config) (*db.Store, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("FILEMILL_DATA_DIR: %w", err)
+	}
+	store, err := db.Open(ctx, cfg.databaseURL())
+	if err != nil {
+		return nil, fmt.Errorf("FILEMILL_DATABASE_URL: %w", err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return store, nil
+}
+
+func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
+	a := &app{cfg: cfg, log: newLogger(cfg)}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	if a.store, err = openStore(ctx, cfg); err != nil {
+		return nil, err
+	}
+	redisURL := cfg.RedisURL
+	if redisURL == "" {
+		if roles != roleAPI|roleWorker {
+			return nil, errors.New("FILEMILL_REDIS_URL: required for 'api' and 'worker': the embedded Redis lives inside one 'serve' process")
+		}
+		if a.embedded, err = jobs.StartEmbeddedRedis(); err != nil {
+			return nil, fmt.Errorf("embedded redis: %w", err)
+		}
+		redisURL = a.embedded.URL()
+	}
+	var ropts *redis.Options
+	if a.redisOpt, ropts, err = jobs.ParseRedisURL(redisURL); err != nil {
+		return nil, fmt.Errorf("FILEMILL_REDIS_URL: %w", err)
+	}
+	a.redis = redis.NewClient(ropts)
+	if err := a.redis.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("FILEMILL_REDIS_URL: cannot reach redis: %w", err)
+	}
+	if cfg.StorageURL == "" {
+		secret, err := cfg.storageSecret()
+		if err != nil {
+			return nil, fmt.Errorf("FILEMILL_STORAGE_SECRET: %w", err)
+		}
+		a.local, err = storage.NewLocal(storage.LocalConfig{Dir: filepath.Join(cfg.DataDir, "blobs"),
+			PublicURL: cfg.StoragePublicURL, Secret: secret, OnEgress: a.recordEgress})
+		if err != nil {
+			return nil, fmt.Errorf("local storage: %w", err)
+		}
+		a.blobs = a.local
+	} else {
+		s3cfg, err := storage.ParseS3URL(cfg.StorageURL)
+		if err != nil {
+			return nil, fmt.Errorf("FILEMILL_STORAGE_URL: %w", err)
+		}
+		if a.blobs, err = storage.NewS3(ctx, s3cfg); err != nil {
+			return nil, fmt.Errorf("FILEMILL_STORAGE_URL: %w", err)
+		}
+	}
+	a.queue = jobs.NewQueue(a.redisOpt)
+	fetcher := fetch.New(fetch.Config{AllowCIDRs: cfg.OutboundAllowCIDRs})
+	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
+		Fetcher: fetcher, Engines: engines(cfg)})
+	return a, nil
+}
+
+// recordEgress counts bytes the storage host served. It runs after the response, so a
+// failure is logged rather than surfaced to anyone.
+func (a *app) recordEgress(key string, n int64) {
+	if a.svc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.svc.Usage.RecordEgress(ctx, key, n); err != nil {
+		a.log.Warn("record egress", "key", key, "bytes", n, "error", err.Error())
+	}
+}
+
+func (a *app) close() {
+	if a.queue != nil {
+		a.queue.Close()
+	}
+	if a.redis != nil {
+		a.redis.Close()
+	}
+	if a.embedded != nil {
+		a.embedded.Close()
+	}
+	if a.store != nil {
+		a.store.Close()
+	}
+}
+
+func runServer(ctx context.Context, args []string, roles role) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	rc := registerConfigFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageError(err.Error())
+	}
+	cfg, err := loadConfig(rc)
+	if err != nil {
+		return err
+	}
+	a, err := openApp(ctx, cfg, roles)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	log := a.log
+
+	if roles&roleAPI != 0 && cfg.DatabaseURL == "" {
+		if err := firstStartBootstrap(ctx, a); err != nil {
+			return err
+		}
+	}
+
+	var worker *jobs.Server
+	if roles&roleWorker != 0 {
+		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency}, log)
+		jobs.RegisterTasks(worker, a.svc, filepath.Join(cfg.DataDir, "tmp"), log)
+		if err := worker.Start(); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+		log.Info("workers started")
+	}
+
+	errc := make(chan error, 2)
+	var servers []*http.Server
+	if roles&roleAPI != 0 {
+		api := rest.NewServer(rest.Config{
+			RequestTimeout:  30 * time.Second,
+			ReadinessChecks: a.readinessChecks(),
+			QueueDepth:      queueDepthFunc(a),
+		}, a.svc, rest.NewRedisRateLimiter(a.redis), log)
+		servers = append(servers, listen(cfg.Addr, api.Handler(), "api", log, errc))
+		if a.local != nil {
+			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
+		}
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-errc:
+		log.Error("server failed", "error", err.Error())
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdownCtx)
+	}
+	if worker != nil {
+		// Running jobs get the shutdown timeout to finish; the rest go back to the queue.
+		worker.Shutdown()
+	}
+	return err
+}
+
+func listen(addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *http.Server {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		errc <- fmt.Errorf("%s listener on %s: %w", name, addr, err)
+		return srv
+	}
+	log.Info("listening", "server", name, "addr", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return srv
+}
+
+func (a *app) readinessChecks() []rest.Checker {
+	return []rest.Checker{
+		{Name: "database", Check: a.store.Ping},
+		{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }},
+		{Name: "storage", Check: a.blobs.Ping},
+	}
+}
+
+func queueDepthFunc(a *app) func(ctx context.Context) (map[string]int, error) {
+	insp := asynq.NewInspector(a.redisOpt)
+	return func(ctx context.Context) (map[string]int, error) { return jobs.QueueDepth(ctx, insp) }
+}
+
+// engines are the processing engines this process can run; an operation whose engine
+// is missing is listed as unavailable and refused with processing_unavailable.
+func engines(cfg *Config) map[string]domain.Engine {
+	return map[string]domain.Engine{
+		"inspect": inspect.New(inspect.DefaultConfig()),
+	}
+}
+
+// firstStartBootstrap creates the default organization, project and keys the first
+// time the embedded default starts, and prints the keys once.
+func firstStartBootstrap(ctx context.Context, a *app) error {
+	_, err := a.store.FindOrganizationByName(ctx, "default")
+	if err == nil {
+		a.log.Info("bootstrap keys were printed on first start", "file", filepath.Join(a.cfg.DataDir, "bootstrap.json"))
+		return nil
+	}
+	if !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	b, err := a.svc.Organizations.Bootstrap(ctx, "default", "default", 1000)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	out, _ := json.MarshalIndent(bootstrapJSON(b), "", "  ")
+	path := filepath.Join(a.cfg.DataDir, "bootstrap.json")
+	if err := os.WriteFile(path, append(out, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Printf("\nfilemill first start: organization %q, project %q, 1000 credits per environment.\n", "default", "default")
+	fmt.Printf("  live API key: %s\n  test API key: %s\n  (also in %s; shown here once)\n", b.LiveSecret, b.TestSecret, path)
+	fmt.Printf("  try: curl -H 'Authorization: Bearer %s' %s/v1/jobs\n\n", b.LiveSecret, a.cfg.PublicURL)
+	return nil
+}
+
+func bootstrapJSON(b *domain.Bootstrap) map[string]string {
+	return map[string]string{"organization_id": b.Organization.ID, "project_id": b.Project.ID,
+		"api_key": b.LiveSecret, "test_api_key": b.TestSecret}
+}
+
+func runMigrate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	rc := registerConfigFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageError(err.Error())
+	}
+	cfg, err := loadConfig(rc)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	store.Close()
+	fmt.Println("migrations applied")
+	return nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/jobs/redistest"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func apiPost(t *testing.T, url, key string, body any) (int, map[string]any) {
+	t.Helper()
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	secret := make([]byte, 8)
+	_, _ = rand.Read(secret)
+	req.Header.Set("Idempotency-Key", hex.EncodeToString(secret))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// TestWorkerKilledMidJob runs the split deployment (one api process, worker processes)
+// on PostgreSQL, Redis and shared local storage, kills the worker with SIGKILL while it
+// runs a job, and checks that another worker finishes the job exactly once.
+func TestWorkerKilledMidJob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	addr, storageAddr := freeAddr(t), freeAddr(t)
+	env := cleanEnv("FILEMILL_DATABASE_URL="+dbtest.Postgres(t), "FILEMILL_REDIS_URL="+redistest.URL(t),
+		"FILEMILL_DATA_DIR="+dir, "FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+storageAddr,
+		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORKER_CONCURRENCY=1")
+	base := "http://" + addr
+
+	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "k", "--project", "p", "--credits", "10", "--json")
+	require.NoError(t, err, stderr)
+	var boot map[string]string
+	require.NoError(t, json.Unmarshal([]byte(out), &boot))
+	key := boot["api_key"]
+
+	start(t, dir, env, "api")
+	waitReady(t, base)
+
+	// A large text file keeps the inspect engine busy long enough to be killed mid-run.
+	const size = 600 << 20
+	status, up := apiPost(t, base+"/v1/uploads", key, map[string]any{"filename": "big.txt", "byte_size": size})
+	require.Equal(t, 201, status, "%v", up)
+	line := "the quick brown fox jumps over the lazy dog 0123456789\n"
+	body := io.LimitReader(strings.NewReader(strings.Repeat(line, size/len(line)+1)), size)
+	req, _ := http.NewRequest("PUT", up["upload_url"].(string), body)
+	req.ContentLength = size
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300)
+	status, file := apiPost(t, base+"/v1/files/"+up["file_id"].(string)+"/complete", key, nil)
+	require.Equal(t, 200, status, "%v", file)
+	status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
+	require.Equal(t, 202, status, "%v", job)
+	jobURL := base + "/v1/jobs/" + job["id"].(string)
+
+	victim := start(t, dir, env, "worker")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, j := apiGet(t, jobURL, key)
+		if j["state"] == "running" {
+			break
+		}
+		require.Equal(t, "queued", j["state"], "the job must still be running when the worker dies: %v", j)
+		require.True(t, time.Now().Before(deadline), "the worker never claimed the job")
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
+	_ = victim.cmd.Wait()
+	_, j := apiGet(t, jobURL, key)
+	require.Equal(t, "running", j["state"], "killed mid-job: %v", j)
+
+	start(t, dir, env, "worker")
+	deadline = time.Now().Add(4 * time.Minute) // the task returns after its lease runs out
+	for {
+		_, j = apiGet(t, jobURL, key)
+		if j["state"] != "running" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the job never came back")
+		time.Sleep(250 * time.Millisecond)
+	}
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	require.EqualValues(t, 2, j["attempts"])
+	require.EqualValues(t, 1, j["credits_charged"])
+	require.Len(t, j["artifacts"], 1)
+	_, usage := apiGet(t, base+"/v1/usage", key)
+	credits := usage["credits"].(map[string]any)
+	require.EqualValues(t, 1, credits["used"], "charged once: %v", usage)
+	require.EqualValues(t, 0, credits["reserved"])
+	require.EqualValues(t, 9, credits["balance"], fmt.Sprint(usage))
+}
