@@ -1,0 +1,33 @@
+# filemill — see README.md. `make run` and `make test` are the quick start.
+GO       ?= go
+BIN      ?= bin/filemill
+PKGS     ?= ./...
+TESTFLAGS ?= -count=1 -timeout 25m
+
+.PHONY: run build test bench lint deps services clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/filemill
+
+# The service on its embedded defaults (SQLite, in-process Redis, local disk) in ./data.
+run: build
+	./$(BIN) serve
+
+# Everything the suite needs that a machine may lack: PostgreSQL and Redis running,
+# MinIO installed. Reuses what is already there.
+deps:
+	bash .ci/ensure-deps
+
+test: deps
+	$(GO) vet $(PKGS)
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 5s -timeout 30m ./bench/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin

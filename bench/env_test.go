@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/filemill/filemill/db"
+	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/redistest"
+	"github.com/filemill/filemill/rest"
+	"github.com/filemill/filemill/storage"
+)
+
+// stack is one deployment under benchmark: its stores, services and the API on loopback.
+type stack struct {
+	store    *db.Store
+	rdb      *redis.Client
+	redisOpt asynq.RedisConnOpt
+	svc      *domain.Services
+	srv      *httptest.Server
+	local    *storage.Local
+	blobDir  string
+	dbURL    string
+	redisURL string
+	key      string // a live key with a rate limit high enough not to interfere
+	org      *domain.Bootstrap
+	engines  map[string]domain.Engine
+	queue    *jobs.Queue
+}
+
+type stackOpts struct {
+	embedded bool
+	dataDir  string // where local blobs live; a temp dir when empty
+	cfg      func(*domain.Config)
+}
+
+// newStack starts the API over PostgreSQL + Redis (production parts) or over SQLite +
+// the in-process Redis (the embedded default), with local storage and its host.
+func newStack(tb testing.TB, o stackOpts) *stack {
+	tb.Helper()
+	ctx := context.Background()
+	s := &stack{}
+	var redisURL string
+	if o.embedded {
+		s.dbURL = dbtest.SQLite(tb)
+		s.store = dbtest.Open(tb, s.dbURL)
+		er, err := jobs.StartEmbeddedRedis()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(er.Close)
+		redisURL = er.URL()
+	} else {
+		s.dbURL = dbtest.Postgres(tb)
+		s.store = dbtest.Open(tb, s.dbURL)
+		redisURL = redistest.URL(tb)
+	}
+	s.redisURL = redisURL
+	var ropt *redis.Options
+	var err error
+	if s.redisOpt, ropt, err = jobs.ParseRedisURL(redisURL); err != nil {
+		tb.Fatal(err)
+	}
+	s.rdb = redis.NewClient(ropt)
+	tb.Cleanup(func() { s.rdb.Close() })
+
+	s.blobDir = o.dataDir
+	if s.blobDir == "" {
+		s.blobDir = tb.TempDir()
+	}
+	host := httptest.NewUnstartedServer(nil)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	if s.local, err = storage.NewLocal(storage.LocalConfig{Dir: s.blobDir, PublicURL: "http://" + host.Listener.Addr().String(), Secret: secret}); err != nil {
+		tb.Fatal(err)
+	}
+	host.Config.Handler = s.local.Handler()
+	host.Start()
+	tb.Cleanup(host.Close)
+
+	queue := jobs.NewQueue(s.redisOpt)
+	s.queue = queue
+	tb.Cleanup(func() { queue.Close() })
+	cfg := domain.DefaultConfig()
+	cfg.DefaultConcurrencyLimit = 1 << 30
+	s.engines = map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	s.svc = domain.NewServices(cfg, domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
+		Engines: s.engines})
+	if s.org, err = s.svc.Organizations.Bootstrap(ctx, "bench", "bench", 1<<40); err != nil {
+		tb.Fatal(err)
+	}
+	if _, s.key, err = s.svc.Keys.CreateKey(ctx, domain.NewKey{OrganizationID: s.org.Organization.ID,
+		ProjectID: s.org.Project.ID, Environment: domain.EnvLive, RateLimit: 1 << 30}); err != nil {
+		tb.Fatal(err)
+	}
+	api := rest.NewServer(rest.DefaultConfig(), s.svc, rest.NewRedisRateLimiter(s.rdb), discardLogger())
+	s.srv = httptest.NewServer(api.Handler())
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+// startWorker runs a worker server against the stack's Redis.
+func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
+	tb.Helper()
+	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency}, discardLogger())
+	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
+	if err := w.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return w
+}
