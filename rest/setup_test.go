@@ -49,6 +49,7 @@ type setupOpts struct {
 	backend string // "local" (default) or "s3" (a real MinIO server)
 	worker  bool   // run a worker in-process
 	fetcher domain.Fetcher
+	clock   domain.Clock // the services' clock; nil is the system clock
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -75,7 +76,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	require.NoError(t, err)
 	queue := jobs.NewQueue(redisOpt)
 	t.Cleanup(func() { queue.Close() })
-	svc = domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Fetcher: o.fetcher,
+	svc = domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
 		Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
