@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +15,18 @@ import (
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-const (
-	loadWorkers  = 32
-	loadDuration = 10 * time.Second
-)
+// loadWorkers is the number of closed-loop clients; BENCH_WORKERS overrides it to trace
+// the throughput/latency curve.
+var loadWorkers = envInt("BENCH_WORKERS", 8)
+
+const loadDuration = 10 * time.Second
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
 
 func report(b *testing.B, r LoadResult) {
 	b.ReportMetric(r.RPS(), "req/s")

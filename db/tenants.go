@@ -95,11 +95,30 @@ func (s *Store) FindAPIKeyByID(ctx context.Context, id string) (*domain.APIKey, 
 	})
 }
 
-// FindAPIKeyByHash returns the key with this secret hash, or domain.ErrNotFound.
-func (s *Store) FindAPIKeyByHash(ctx context.Context, hash string) (*domain.APIKey, error) {
-	return findOne[domain.APIKey](ctx, s.r(), "API key by hash", func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("hash = ?", hash)
+// keyWithOrganization is an API key row joined with its organization's columns.
+type keyWithOrganization struct {
+	bun.BaseModel `bun:"table:api_keys,alias:k"`
+	domain.APIKey
+	OrgName      string    `bun:"org_name"`
+	OrgStatus    string    `bun:"org_status"`
+	OrgCreatedAt time.Time `bun:"org_created_at"`
+}
+
+// FindAPIKeyByHash returns the key with this secret hash and its organization in one
+// round trip (it runs on every authenticated request), or domain.ErrNotFound.
+func (s *Store) FindAPIKeyByHash(ctx context.Context, hash string) (*domain.APIKey, *domain.Organization, error) {
+	row, err := findOne[keyWithOrganization](ctx, s.r(), "API key by hash", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.ColumnExpr("k.*").
+			ColumnExpr("o.name AS org_name, o.status AS org_status, o.created_at AS org_created_at").
+			Join("JOIN organizations AS o ON o.id = k.organization_id").
+			Where("k.hash = ?", hash)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	key := inUTC(&row.APIKey)
+	org := &domain.Organization{ID: key.OrganizationID, Name: row.OrgName, Status: row.OrgStatus, CreatedAt: row.OrgCreatedAt.UTC()}
+	return key, org, nil
 }
 
 // FindAPIKeys returns an organization's keys, optionally one project's, newest first.

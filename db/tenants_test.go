@@ -121,9 +121,12 @@ func TestAPIKeys(t *testing.T) {
 			got, err := s.FindAPIKeyByID(ctx, full.ID)
 			require.NoError(t, err)
 			require.Equal(t, full, got)
-			got, err = s.FindAPIKeyByHash(ctx, "hash-full")
+			got, org, err := s.FindAPIKeyByHash(ctx, "hash-full")
 			require.NoError(t, err)
 			require.Equal(t, full, got)
+			wantOrg, err := s.FindOrganizationByID(ctx, full.OrganizationID)
+			require.NoError(t, err)
+			require.Equal(t, wantOrg, org)
 		})
 		t.Run("NilListsComeBackEmpty", func(t *testing.T) {
 			got, err := s.FindAPIKeyByID(ctx, bare.ID)
@@ -137,7 +140,7 @@ func TestAPIKeys(t *testing.T) {
 		t.Run("NotFound", func(t *testing.T) {
 			_, err := s.FindAPIKeyByID(ctx, domain.NewID(domain.PrefixAPIKey))
 			require.ErrorIs(t, err, domain.ErrNotFound)
-			_, err = s.FindAPIKeyByHash(ctx, "nope")
+			_, _, err = s.FindAPIKeyByHash(ctx, "nope")
 			require.ErrorIs(t, err, domain.ErrNotFound)
 			require.ErrorIs(t, s.RevokeAPIKey(ctx, "key_missing", now()), domain.ErrNotFound)
 		})

@@ -80,6 +80,7 @@ type NewKey struct {
 type Keys struct {
 	Store Store
 	Clock Clock
+	cache *authCache
 }
 
 // CreateKey mints a key and returns it with its secret, which is never shown again.
@@ -147,7 +148,11 @@ func (k *Keys) RevokeKey(ctx context.Context, id string) error {
 		}
 		return err
 	}
-	return k.Store.RevokeAPIKey(ctx, id, k.Clock.Now())
+	if err := k.Store.RevokeAPIKey(ctx, id, k.Clock.Now()); err != nil {
+		return err
+	}
+	k.cache.forget(func(key *APIKey) bool { return key.ID == id })
+	return nil
 }
 
 // Authenticate turns a bearer secret and the caller's address into a Principal.
@@ -160,23 +165,24 @@ func (k *Keys) Authenticate(ctx context.Context, secret string, ip netip.Addr) (
 	if !wellFormedKey(secret) {
 		return nil, Errorf(CodeInvalidAPIKey, "the API key is not valid")
 	}
-	key, err := k.Store.FindAPIKeyByHash(ctx, HashKey(secret))
-	if errors.Is(err, ErrNotFound) {
-		return nil, Errorf(CodeInvalidAPIKey, "the API key is not valid")
+	hash, now := HashKey(secret), k.Clock.Now()
+	key, org, ok := k.cache.get(hash, now)
+	if !ok {
+		var err error
+		key, org, err = k.Store.FindAPIKeyByHash(ctx, hash)
+		if errors.Is(err, ErrNotFound) {
+			return nil, Errorf(CodeInvalidAPIKey, "the API key is not valid")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("find key: %w", err)
+		}
+		k.cache.put(hash, key, org, now)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("find key: %w", err)
-	}
-	now := k.Clock.Now()
 	if key.RevokedAt != nil {
 		return nil, Errorf(CodeRevokedAPIKey, "the API key was revoked")
 	}
 	if key.ExpiresAt != nil && !now.Before(*key.ExpiresAt) {
 		return nil, Errorf(CodeExpiredAPIKey, "the API key expired at %s", key.ExpiresAt.UTC().Format(time.RFC3339))
-	}
-	org, err := k.Store.FindOrganizationByID(ctx, key.OrganizationID)
-	if err != nil {
-		return nil, fmt.Errorf("find organization: %w", err)
 	}
 	if org.Status == OrgSuspended {
 		return nil, Errorf(CodeOrganizationSuspended, "the organization is suspended")

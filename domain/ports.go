@@ -68,7 +68,8 @@ type Store interface {
 
 	CreateAPIKey(ctx context.Context, k *APIKey) error
 	FindAPIKeyByID(ctx context.Context, id string) (*APIKey, error)
-	FindAPIKeyByHash(ctx context.Context, hash string) (*APIKey, error)
+	// FindAPIKeyByHash returns the key with this secret hash and its organization.
+	FindAPIKeyByHash(ctx context.Context, hash string) (*APIKey, *Organization, error)
 	FindAPIKeys(ctx context.Context, f APIKeyFilter) ([]*APIKey, error)
 	// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error

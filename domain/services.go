@@ -17,6 +17,10 @@ type Config struct {
 	UploadSessionTTL        time.Duration // an open session is swept after this
 	IdempotencyTTL          time.Duration
 	MaxWebhookEndpoints     int // per project and environment
+	// AuthCacheTTL is how long an authenticated key is remembered in-process; a key
+	// revoked or an organization suspended from another process is refused within it.
+	// Zero disables the cache.
+	AuthCacheTTL time.Duration
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -30,6 +34,7 @@ func DefaultConfig() Config {
 		UploadSessionTTL:        24 * time.Hour,
 		IdempotencyTTL:          24 * time.Hour,
 		MaxWebhookEndpoints:     20,
+		AuthCacheTTL:            time.Second,
 	}
 }
 
@@ -46,6 +51,8 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_HASH_WINDOW must not be negative")
 	case c.UploadURLTTL < time.Minute:
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
+	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
+		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
 	}
 	return nil
 }
@@ -83,7 +90,7 @@ func NewServices(cfg Config, d Deps) *Services {
 	}
 	store, clock := d.Store, d.Clock
 	s := &Services{Config: cfg, Store: store, Clock: clock}
-	s.Keys = &Keys{Store: store, Clock: clock}
+	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
 	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
@@ -213,6 +220,7 @@ func (o *Organizations) SetSuspended(ctx context.Context, idOrName string, suspe
 	if err := o.Store.SetOrganizationStatus(ctx, org.ID, status); err != nil {
 		return nil, err
 	}
+	o.Keys.cache.forget(func(key *APIKey) bool { return key.OrganizationID == org.ID })
 	org.Status = status
 	return org, nil
 }

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -145,5 +146,51 @@ func TestTenantIsolation(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, r.status)
 		r = b.do(req{method: "DELETE", path: "/v1/webhook-endpoints/" + idB, key: b.keyB})
 		require.Equal(t, 404, r.status)
+	})
+}
+
+// TestAuthCache shows what the in-process key cache changes: a change made through this
+// process's services applies at once; one made by another process (here straight in the
+// store) applies once the cache entry is older than AuthCacheTTL.
+func TestAuthCache(t *testing.T) {
+	t.Parallel()
+	clock := &shiftedClock{}
+	b := setup(t, setupOpts{clock: clock})
+	ctx := context.Background()
+	list := func(key string) response { return b.do(req{method: "GET", path: "/v1/jobs", key: key}) }
+
+	t.Run("RevokedHereIsRefusedAtOnce", func(t *testing.T) {
+		key := b.newKey(nil)
+		require.Equal(t, 200, list(key).status)
+		p, err := b.svc.Keys.Authenticate(ctx, key, netip.MustParseAddr("127.0.0.1"))
+		require.NoError(t, err)
+		require.NoError(t, b.svc.Keys.RevokeKey(ctx, p.Key.ID))
+		r := list(key)
+		require.Equal(t, 401, r.status)
+		require.Equal(t, domain.CodeRevokedAPIKey, r.errorCode(t))
+	})
+
+	t.Run("RevokedElsewhereIsRefusedWithinTheTTL", func(t *testing.T) {
+		key := b.newKey(nil)
+		require.Equal(t, 200, list(key).status)
+		p, err := b.svc.Keys.Authenticate(ctx, key, netip.MustParseAddr("127.0.0.1"))
+		require.NoError(t, err)
+		require.NoError(t, b.store.RevokeAPIKey(ctx, p.Key.ID, clock.Now()))
+		require.Equal(t, 200, list(key).status, "still remembered")
+		clock.advance(b.svc.Config.AuthCacheTTL)
+		r := list(key)
+		require.Equal(t, 401, r.status)
+		require.Equal(t, domain.CodeRevokedAPIKey, r.errorCode(t))
+	})
+
+	t.Run("SuspendedHereIsRefusedAtOnce", func(t *testing.T) {
+		org, err := b.svc.Organizations.Bootstrap(ctx, "org-cache", "main", 0)
+		require.NoError(t, err)
+		require.Equal(t, 200, list(org.LiveSecret).status)
+		_, err = b.svc.Organizations.SetSuspended(ctx, org.Organization.ID, true)
+		require.NoError(t, err)
+		r := list(org.LiveSecret)
+		require.Equal(t, 403, r.status)
+		require.Equal(t, domain.CodeOrganizationSuspended, r.errorCode(t))
 	})
 }

@@ -47,7 +47,7 @@ type setting struct {
 type rawConfig struct {
 	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
-	hashWindow, workerConcurrency, uploadURLTTL                                                string
+	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL                                  string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -70,6 +70,7 @@ func (rc *rawConfig) settings() []setting {
 		{"hash-window", "FILEMILL_HASH_WINDOW", "5368709120", "files up to this many bytes get a SHA-256", &rc.hashWindow},
 		{"worker-concurrency", "FILEMILL_WORKER_CONCURRENCY", "0", "jobs run at once per worker process (0: twice the CPUs)", &rc.workerConcurrency},
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
+		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 	}
 }
 
@@ -165,6 +166,9 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.Domain.UploadURLTTL, err = time.ParseDuration(rc.uploadURLTTL); err != nil {
 		return nil, fmt.Errorf("FILEMILL_UPLOAD_URL_TTL: %q is not a duration like 1h", rc.uploadURLTTL)
+	}
+	if c.Domain.AuthCacheTTL, err = time.ParseDuration(rc.authCacheTTL); err != nil {
+		return nil, fmt.Errorf("FILEMILL_AUTH_CACHE_TTL: %q is not a duration like 1s", rc.authCacheTTL)
 	}
 	if err := c.Domain.Validate(); err != nil {
 		return nil, err

@@ -184,21 +184,18 @@ func TestServeFromEmptyDirectoryWithNoConfiguration(t *testing.T) {
 		require.NoError(t, err, stderr)
 		require.Contains(t, list, k["id"].(string))
 
+		// Changes made by another process reach the server within FILEMILL_AUTH_CACHE_TTL
+		// (1 s by default).
 		_, stderr, err = runCLI(t, dir, env, "admin", "keys", "revoke", k["id"].(string))
 		require.NoError(t, err, stderr)
-		status, m := apiGet(t, base+"/v1/jobs", secret)
-		require.Equal(t, 401, status)
-		require.Equal(t, "revoked_api_key", m["error"].(map[string]any)["code"])
+		awaitStatus(t, base+"/v1/jobs", secret, 401, "revoked_api_key")
 
 		_, stderr, err = runCLI(t, dir, env, "admin", "org", "suspend", "acme")
 		require.NoError(t, err, stderr)
-		status, m = apiGet(t, base+"/v1/jobs", b["api_key"])
-		require.Equal(t, 403, status)
-		require.Equal(t, "organization_suspended", m["error"].(map[string]any)["code"])
+		awaitStatus(t, base+"/v1/jobs", b["api_key"], 403, "organization_suspended")
 		_, _, err = runCLI(t, dir, env, "admin", "org", "resume", "acme")
 		require.NoError(t, err)
-		status, _ = apiGet(t, base+"/v1/jobs", b["api_key"])
-		require.Equal(t, 200, status)
+		awaitStatus(t, base+"/v1/jobs", b["api_key"], 200, "")
 
 		out, stderr, err = runCLI(t, dir, env, "admin", "credits", "grant", "--org", "acme", "--amount", "25", "--json")
 		require.NoError(t, err, stderr)
@@ -269,4 +266,25 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		require.Error(t, err)
 		require.Contains(t, stderr, "FILEMILL_REDIS_URL")
 	})
+}
+
+// awaitStatus polls url until it answers status (and code, for an error) or the
+// propagation bound of the auth cache, with a margin, has passed.
+func awaitStatus(t *testing.T, url, key string, status int, code string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		got, m := apiGet(t, url, key)
+		gotCode := ""
+		if e, ok := m["error"].(map[string]any); ok {
+			gotCode, _ = e["code"].(string)
+		}
+		if got == status && gotCode == code {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %d %q, want %d %q", url, got, gotCode, status, code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
