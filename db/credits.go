@@ -112,6 +112,33 @@ func applyLedgerEntry(ctx context.Context, idb bun.IDB, e *domain.LedgerEntry) e
 	return insert(ctx, idb, "ledger entry", e.ID, e)
 }
 
+// reservation checks reserve entries, fills their ids and times, and sums them; it
+// returns those that move credits (an amount of 0 writes nothing).
+func reservation(in []*domain.LedgerEntry) (entries []*domain.LedgerEntry, acct string, sum int64, err error) {
+	for _, e := range in {
+		switch {
+		case e.Kind != domain.LedgerReserve:
+			return nil, "", 0, fmt.Errorf("reserve credits: entry of kind %q", e.Kind)
+		case acct != "" && e.AccountID != acct:
+			return nil, "", 0, fmt.Errorf("reserve credits: entries of accounts %s and %s", acct, e.AccountID)
+		case e.Amount < 0:
+			return nil, "", 0, fmt.Errorf("reserve credits: amount %d must not be negative", e.Amount)
+		case e.Amount == 0:
+			continue
+		}
+		acct = e.AccountID
+		if e.ID == "" {
+			e.ID = domain.NewID(domain.PrefixLedgerEntry)
+		}
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = time.Now().UTC()
+		}
+		sum += e.Amount
+		entries = append(entries, e)
+	}
+	return entries, acct, sum, nil
+}
+
 // SumCharged returns the credits charged to a key's entries since a moment.
 func (s *Store) SumCharged(ctx context.Context, apiKeyID string, since time.Time) (int64, error) {
 	var sum int64

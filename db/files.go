@@ -15,6 +15,12 @@ func (s *Store) CreateUpload(ctx context.Context, u *domain.Upload) error {
 	return insert(ctx, s.w(), "upload", u.ID, u)
 }
 
+// OpenUpload writes a new file, its upload session and the upload.opened event as one
+// write (see writeAtOnce).
+func (s *Store) OpenUpload(ctx context.Context, f *domain.File, u *domain.Upload, e *domain.Event) error {
+	return s.writeAtOnce(ctx, []any{f, u, eventRows([]*domain.Event{e})}, nil)
+}
+
 // FindUploadByID returns the upload session, or domain.ErrNotFound.
 func (s *Store) FindUploadByID(ctx context.Context, id string) (*domain.Upload, error) {
 	return findOne[domain.Upload](ctx, s.r(), "upload "+id, func(q *bun.SelectQuery) *bun.SelectQuery {

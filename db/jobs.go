@@ -54,10 +54,15 @@ func (s *Store) UpdateJob(ctx context.Context, j *domain.Job, fromState string) 
 	return n == 1, nil
 }
 
-// CountActiveJobs counts a project's queued and running jobs.
-func (s *Store) CountActiveJobs(ctx context.Context, projectID string) (int, error) {
-	n, err := s.r().NewSelect().Model((*domain.Job)(nil)).Where("project_id = ?", projectID).
-		Where("state IN (?)", bun.In([]string{domain.JobQueued, domain.JobRunning})).Count(ctx)
+// CountActiveJobs counts a project's queued and running jobs, stopping at max.
+func (s *Store) CountActiveJobs(ctx context.Context, projectID string, max int) (int, error) {
+	if max <= 0 {
+		return 0, nil
+	}
+	active := s.r().NewSelect().Model((*domain.Job)(nil)).ColumnExpr("1").Where("project_id = ?", projectID).
+		Where("state IN (?)", bun.In([]string{domain.JobQueued, domain.JobRunning})).Limit(int64(max))
+	var n int
+	err := s.r().NewSelect().ColumnExpr("count(*)").TableExpr("(?) AS active", active).Scan(ctx, &n)
 	if err != nil {
 		return 0, fmt.Errorf("count active jobs of project %s: %w", projectID, err)
 	}

@@ -95,30 +95,38 @@ func (s *Store) FindAPIKeyByID(ctx context.Context, id string) (*domain.APIKey, 
 	})
 }
 
-// keyWithOrganization is an API key row joined with its organization's columns.
-type keyWithOrganization struct {
+// keyWithOwners is an API key row joined with its organization's and project's columns.
+type keyWithOwners struct {
 	bun.BaseModel `bun:"table:api_keys,alias:k"`
 	domain.APIKey
-	OrgName      string    `bun:"org_name"`
-	OrgStatus    string    `bun:"org_status"`
-	OrgCreatedAt time.Time `bun:"org_created_at"`
+	OrgName             string    `bun:"org_name"`
+	OrgStatus           string    `bun:"org_status"`
+	OrgCreatedAt        time.Time `bun:"org_created_at"`
+	PrjName             string    `bun:"prj_name"`
+	PrjConcurrencyLimit int       `bun:"prj_concurrency_limit"`
+	PrjCreatedAt        time.Time `bun:"prj_created_at"`
 }
 
-// FindAPIKeyByHash returns the key with this secret hash and its organization in one
-// round trip (it runs on every authenticated request), or domain.ErrNotFound.
-func (s *Store) FindAPIKeyByHash(ctx context.Context, hash string) (*domain.APIKey, *domain.Organization, error) {
-	row, err := findOne[keyWithOrganization](ctx, s.r(), "API key by hash", func(q *bun.SelectQuery) *bun.SelectQuery {
+// FindAPIKeyByHash returns the key with this secret hash, its organization and its
+// project in one round trip (it runs on every authenticated request), or
+// domain.ErrNotFound.
+func (s *Store) FindAPIKeyByHash(ctx context.Context, hash string) (*domain.APIKey, *domain.Organization, *domain.Project, error) {
+	row, err := findOne[keyWithOwners](ctx, s.r(), "API key by hash", func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.ColumnExpr("k.*").
 			ColumnExpr("o.name AS org_name, o.status AS org_status, o.created_at AS org_created_at").
+			ColumnExpr("p.name AS prj_name, p.concurrency_limit AS prj_concurrency_limit, p.created_at AS prj_created_at").
 			Join("JOIN organizations AS o ON o.id = k.organization_id").
+			Join("JOIN projects AS p ON p.id = k.project_id").
 			Where("k.hash = ?", hash)
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	key := inUTC(&row.APIKey)
 	org := &domain.Organization{ID: key.OrganizationID, Name: row.OrgName, Status: row.OrgStatus, CreatedAt: row.OrgCreatedAt.UTC()}
-	return key, org, nil
+	prj := &domain.Project{ID: key.ProjectID, OrganizationID: key.OrganizationID, Name: row.PrjName,
+		ConcurrencyLimit: row.PrjConcurrencyLimit, CreatedAt: row.PrjCreatedAt.UTC()}
+	return key, org, prj, nil
 }
 
 // FindAPIKeys returns an organization's keys, optionally one project's, newest first.

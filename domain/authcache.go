@@ -20,6 +20,7 @@ type authCache struct {
 type authEntry struct {
 	key     *APIKey
 	org     *Organization
+	prj     *Project
 	fetched time.Time
 }
 
@@ -31,32 +32,32 @@ func newAuthCache(ttl time.Duration, max int) *authCache {
 }
 
 // get returns copies, so a caller cannot change what the next request sees.
-func (c *authCache) get(hash string, now time.Time) (*APIKey, *Organization, bool) {
+func (c *authCache) get(hash string, now time.Time) (*Principal, bool) {
 	if c == nil {
-		return nil, nil, false
+		return nil, false
 	}
 	c.mu.Lock()
 	e, ok := c.m[hash]
 	c.mu.Unlock()
 	if !ok || now.Sub(e.fetched) >= c.ttl || now.Before(e.fetched) {
-		return nil, nil, false
+		return nil, false
 	}
-	k, o := *e.key, *e.org
-	return &k, &o, true
+	k, o, p := *e.key, *e.org, *e.prj
+	return &Principal{Key: &k, Organization: &o, Project: &p}, true
 }
 
-func (c *authCache) put(hash string, key *APIKey, org *Organization, now time.Time) {
+func (c *authCache) put(hash string, pr *Principal, now time.Time) {
 	if c == nil {
 		return
 	}
-	k, o := *key, *org
+	k, o, p := *pr.Key, *pr.Organization, *pr.Project
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= c.max {
 		// Bounded: under a flood of distinct keys, start over rather than grow.
 		clear(c.m)
 	}
-	c.m[hash] = authEntry{key: &k, org: &o, fetched: now}
+	c.m[hash] = authEntry{key: &k, org: &o, prj: &p, fetched: now}
 }
 
 // forget drops the entries that match.

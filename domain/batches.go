@@ -69,24 +69,7 @@ func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) 
 		j.BatchID = b.ID
 		b.CreditsEstimated += j.CreditsReserved
 	}
-	err = s.Store.InTx(ctx, func(tx Store) error {
-		if err := s.reserve(ctx, tx, p, projectID, jobs); err != nil {
-			return err
-		}
-		if err := tx.CreateBatch(ctx, b); err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if err := tx.CreateJob(ctx, j); err != nil {
-				return err
-			}
-			if err := writeEvent(ctx, tx, EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.record(ctx, p, projectID, b, jobs); err != nil {
 		return nil, nil, err
 	}
 	for _, j := range jobs {

@@ -110,21 +110,23 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, op *Operation, options j
 	return &admission{job: j, op: op}, nil
 }
 
-// reserve checks the spend limit and the project's concurrency limit and reserves the
-// credits of jobs, all in tx. Codes: key_spend_limit, concurrency_limit,
-// credits_exhausted, payment_required.
-func (s *Jobs) reserve(ctx context.Context, tx Store, p *Principal, projectID string, jobs []*Job) error {
+// record admits jobs (and their batch, if any): it checks the key's spend limit, the
+// project's concurrency limit and the balance, then writes the jobs, their job.queued
+// events and their credit reservations as one atomic write (Store.AdmitJobs), the
+// reservation last. Codes: key_spend_limit, concurrency_limit, credits_exhausted,
+// payment_required.
+func (s *Jobs) record(ctx context.Context, p *Principal, projectID string, batch *Batch, jobs []*Job) error {
 	var total int64
 	for _, j := range jobs {
 		total += j.CreditsReserved
 	}
 	if limit := p.Key.SpendLimit; limit > 0 {
 		now := s.Clock.Now()
-		charged, err := tx.SumCharged(ctx, p.Key.ID, MonthStart(now))
+		charged, err := s.Store.SumCharged(ctx, p.Key.ID, MonthStart(now))
 		if err != nil {
 			return err
 		}
-		held, err := tx.SumReservedOutstanding(ctx, p.Key.ID)
+		held, err := s.Store.SumReservedOutstanding(ctx, p.Key.ID)
 		if err != nil {
 			return err
 		}
@@ -133,41 +135,54 @@ func (s *Jobs) reserve(ctx context.Context, tx Store, p *Principal, projectID st
 				Message: fmt.Sprintf("this key may spend %d credits a month; %d are spent or held and this needs %d", limit, charged+held, total)}
 		}
 	}
-	prj, err := tx.FindProjectByID(ctx, projectID)
+	facts, err := s.Store.FindAdmissionFacts(ctx, projectID, p.Organization.ID, p.Environment(), s.Config.DefaultConcurrencyLimit)
 	if err != nil {
 		return err
 	}
-	limit := prj.ConcurrencyLimit
+	limit := facts.ConcurrencyLimit
 	if limit == 0 {
 		limit = s.Config.DefaultConcurrencyLimit
 	}
-	active, err := tx.CountActiveJobs(ctx, projectID)
-	if err != nil {
-		return err
-	}
-	if active >= limit {
+	if facts.Active >= limit {
 		return &Error{Code: CodeConcurrencyLimit, RetryAfter: 5,
-			Message: fmt.Sprintf("the project has %d jobs queued or running; its limit is %d", active, limit)}
+			Message: fmt.Sprintf("the project has %d jobs queued or running; its limit is %d", facts.Active, limit)}
 	}
-	acct, err := tx.FindCreditAccount(ctx, p.Organization.ID, p.Environment())
-	if err != nil {
-		return err
-	}
+	acct := facts.Account
 	if acct.Balance == 0 {
 		return &Error{Code: CodeCreditsExhausted, RetryAfter: 3600, Message: "the organization has no credits left in the " + string(p.Environment()) + " environment"}
 	}
+	if total > acct.Balance {
+		return paymentRequired(total, acct.Balance)
+	}
+	a := &Admission{Batch: batch, Jobs: jobs}
 	for _, j := range jobs {
-		e := &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: LedgerReserve, Amount: j.CreditsReserved,
-			JobID: j.ID, APIKeyID: p.Key.ID, ProjectID: j.ProjectID, Description: "reserve for " + j.ID, CreatedAt: j.CreatedAt}
-		if err := tx.ApplyLedgerEntry(ctx, e); err != nil {
-			if errors.Is(err, ErrInsufficientCredits) {
-				return &Error{Code: CodePaymentRequired, Message: fmt.Sprintf("this needs %d credits; the balance is %d", total, acct.Balance),
-					Details: map[string]any{"credits_required": total, "credits_balance": acct.Balance}}
-			}
+		e, err := NewEvent(EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
+		if err != nil {
 			return err
 		}
+		a.Events = append(a.Events, e)
+		a.Reserve = append(a.Reserve, &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: LedgerReserve, Amount: j.CreditsReserved,
+			JobID: j.ID, APIKeyID: p.Key.ID, ProjectID: j.ProjectID, Description: "reserve for " + j.ID, CreatedAt: j.CreatedAt})
+	}
+	if err := s.Store.AdmitJobs(ctx, a); err != nil {
+		if errors.Is(err, ErrInsufficientCredits) {
+			// Others reserved since the balance was read.
+			return paymentRequired(total, -1)
+		}
+		return err
 	}
 	return nil
+}
+
+// paymentRequired refuses work the balance cannot cover; balance < 0 when unknown.
+func paymentRequired(total, balance int64) *Error {
+	e := &Error{Code: CodePaymentRequired, Message: fmt.Sprintf("this needs %d credits; the balance is lower", total),
+		Details: map[string]any{"credits_required": total}}
+	if balance >= 0 {
+		e.Message = fmt.Sprintf("this needs %d credits; the balance is %d", total, balance)
+		e.Details["credits_balance"] = balance
+	}
+	return e
 }
 
 // MonthStart is the first instant of t's calendar month, UTC: the usage period.
@@ -202,16 +217,7 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 		return nil, err
 	}
 	j := adm.job
-	err = s.Store.InTx(ctx, func(tx Store) error {
-		if err := s.reserve(ctx, tx, p, j.ProjectID, []*Job{j}); err != nil {
-			return err
-		}
-		if err := tx.CreateJob(ctx, j); err != nil {
-			return err
-		}
-		return writeEvent(ctx, tx, EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
-	})
-	if err != nil {
+	if err := s.record(ctx, p, j.ProjectID, nil, []*Job{j}); err != nil {
 		return nil, err
 	}
 	s.enqueue(ctx, j.ID)

@@ -166,18 +166,19 @@ func (k *Keys) Authenticate(ctx context.Context, secret string, ip netip.Addr) (
 		return nil, Errorf(CodeInvalidAPIKey, "the API key is not valid")
 	}
 	hash, now := HashKey(secret), k.Clock.Now()
-	key, org, ok := k.cache.get(hash, now)
+	p, ok := k.cache.get(hash, now)
 	if !ok {
-		var err error
-		key, org, err = k.Store.FindAPIKeyByHash(ctx, hash)
+		key, org, prj, err := k.Store.FindAPIKeyByHash(ctx, hash)
 		if errors.Is(err, ErrNotFound) {
 			return nil, Errorf(CodeInvalidAPIKey, "the API key is not valid")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("find key: %w", err)
 		}
-		k.cache.put(hash, key, org, now)
+		p = &Principal{Key: key, Organization: org, Project: prj}
+		k.cache.put(hash, p, now)
 	}
+	key, org := p.Key, p.Organization
 	if key.RevokedAt != nil {
 		return nil, Errorf(CodeRevokedAPIKey, "the API key was revoked")
 	}
@@ -190,7 +191,7 @@ func (k *Keys) Authenticate(ctx context.Context, secret string, ip netip.Addr) (
 	if !ipAllowed(key.IPAllowList, ip) {
 		return nil, Errorf(CodeIPNotAllowed, "requests from %s are not allowed for this key", ip)
 	}
-	return &Principal{Key: key, Organization: org}, nil
+	return p, nil
 }
 
 func normalizeCIDRs(in []string) ([]string, error) {
@@ -241,6 +242,9 @@ func orEmpty(s []string) []string {
 type Principal struct {
 	Key          *APIKey
 	Organization *Organization
+	// Project is the key's own project as read at authentication (at most
+	// AuthCacheTTL old); nil when the principal was built without it.
+	Project *Project
 }
 
 // Environment is the environment the key acts in.
@@ -295,6 +299,14 @@ func (p *Principal) ResolveProject(ctx context.Context, store Store, requested s
 	id := requested
 	if id == "" {
 		id = p.Key.ProjectID
+	}
+	if id == p.Key.ProjectID && p.Project != nil {
+		// Read with the key: projects never move between organizations.
+		if err := p.CheckProject(id); err != nil {
+			return nil, err
+		}
+		prj := *p.Project
+		return &prj, nil
 	}
 	prj, err := store.FindProjectByID(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && prj.OrganizationID != p.Organization.ID) {

@@ -48,6 +48,22 @@ type WebhookEndpointFilter struct {
 	Page
 }
 
+// AdmissionFacts is what FindAdmissionFacts reads.
+type AdmissionFacts struct {
+	ConcurrencyLimit int // the project's own; 0 when it uses the deployment default
+	Active           int // queued + running, counted up to the limit that applies
+	Account          *CreditAccount
+}
+
+// Admission is work admitted at once: a batch (or nil), its jobs, their job.queued events
+// and one reserve ledger entry per job that costs credits, all of one account.
+type Admission struct {
+	Batch   *Batch
+	Jobs    []*Job
+	Events  []*Event
+	Reserve []*LedgerEntry
+}
+
 // Store is the metadata store. Find methods return ErrNotFound for a missing row.
 // Every method works inside or outside a transaction: InTx hands fn a Store bound to
 // one transaction, and nested InTx calls join it.
@@ -68,8 +84,9 @@ type Store interface {
 
 	CreateAPIKey(ctx context.Context, k *APIKey) error
 	FindAPIKeyByID(ctx context.Context, id string) (*APIKey, error)
-	// FindAPIKeyByHash returns the key with this secret hash and its organization.
-	FindAPIKeyByHash(ctx context.Context, hash string) (*APIKey, *Organization, error)
+	// FindAPIKeyByHash returns the key with this secret hash, its organization and its
+	// project.
+	FindAPIKeyByHash(ctx context.Context, hash string) (*APIKey, *Organization, *Project, error)
 	FindAPIKeys(ctx context.Context, f APIKeyFilter) ([]*APIKey, error)
 	// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
@@ -81,6 +98,16 @@ type Store interface {
 	// returns ErrInsufficientCredits; a charge or release larger than what is reserved
 	// returns ErrLedgerMismatch.
 	ApplyLedgerEntry(ctx context.Context, e *LedgerEntry) error
+	// FindAdmissionFacts reads, in one round trip, what admitting jobs into a project
+	// checks: the project's concurrency limit (0: defaultLimit applies), its queued and
+	// running jobs counted up to that limit, and the environment's credit account.
+	// ErrNotFound when the project or the account does not exist.
+	FindAdmissionFacts(ctx context.Context, projectID, orgID string, env Environment, defaultLimit int) (*AdmissionFacts, error)
+	// AdmitJobs writes an admission all or nothing, the reservation last: the optional
+	// batch, the jobs, their events and ledger entries, then the account's balance moved
+	// to reserved. ErrInsufficientCredits when the balance no longer covers it; then
+	// nothing is written.
+	AdmitJobs(ctx context.Context, a *Admission) error
 	// SumCharged returns the credits charged (charge entries) for a key since a moment,
 	// for spend limits.
 	SumCharged(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
@@ -111,6 +138,9 @@ type Store interface {
 	DeleteWebhookEndpoint(ctx context.Context, id string, at time.Time) error
 
 	CreateUpload(ctx context.Context, u *Upload) error
+	// OpenUpload writes a new file, its upload session and the upload.opened event as
+	// one atomic write.
+	OpenUpload(ctx context.Context, f *File, u *Upload, e *Event) error
 	FindUploadByID(ctx context.Context, id string) (*Upload, error)
 	// TransitionUpload moves an upload from one state to another; false when it was not in from.
 	TransitionUpload(ctx context.Context, id, from, to string, at time.Time) (bool, error)
@@ -136,8 +166,9 @@ type Store interface {
 	// UpdateJob writes every column of j where the stored state equals fromState;
 	// false when it did not (a cancel and a claim can never both win).
 	UpdateJob(ctx context.Context, j *Job, fromState string) (bool, error)
-	// CountActiveJobs counts queued and running jobs of a project.
-	CountActiveJobs(ctx context.Context, projectID string) (int, error)
+	// CountActiveJobs counts queued and running jobs of a project, up to max (the caller's
+	// limit), so the check costs no more than the limit whatever the backlog.
+	CountActiveJobs(ctx context.Context, projectID string, max int) (int, error)
 	// FindStaleQueuedJobs returns queued jobs created before a moment, oldest first.
 	FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*Job, error)
 

@@ -195,15 +195,11 @@ func (s *Uploads) CreateUpload(ctx context.Context, p *Principal, req NewUpload)
 }
 
 func (s *Uploads) openSession(ctx context.Context, f *File, u *Upload) error {
-	return s.Store.InTx(ctx, func(tx Store) error {
-		if err := tx.CreateFile(ctx, f); err != nil {
-			return err
-		}
-		if err := tx.CreateUpload(ctx, u); err != nil {
-			return err
-		}
-		return writeEvent(ctx, tx, EventUploadOpened, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.summaryView(), u.CreatedAt)
-	})
+	e, err := NewEvent(EventUploadOpened, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.summaryView(), u.CreatedAt)
+	if err != nil {
+		return err
+	}
+	return s.Store.OpenUpload(ctx, f, u, e)
 }
 
 // ticket mints the URLs of an open session.

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS filemill_assert(boolean, text);
