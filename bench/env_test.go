@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/hibiken/asynq"
@@ -60,6 +61,9 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		redisURL = er.URL()
 	} else {
 		s.dbURL = dbtest.Postgres(tb)
+		if n := os.Getenv("BENCH_PG_POOL"); n != "" {
+			s.dbURL += "&pool_max_conns=" + n
+		}
 		s.store = dbtest.Open(tb, s.dbURL)
 		redisURL = redistest.URL(tb)
 	}

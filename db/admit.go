@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -147,16 +148,31 @@ func (s *Store) writeAtOnce(ctx context.Context, rows []any, guard func(bun.IDB)
 		})
 	}
 	idb := s.w()
-	var ctes []string
+	var ctes, written []string
 	var args []any
+	want := 0
 	for i, r := range rows {
-		ctes = append(ctes, fmt.Sprintf("w%d AS (?)", i))
-		args = append(args, idb.NewInsert().Model(r))
+		name := fmt.Sprintf("w%d", i)
+		ctes = append(ctes, name+" AS (?)")
+		args = append(args, idb.NewInsert().Model(r).Returning("1"))
+		written = append(written, "SELECT 1 FROM "+name)
+		if v := reflect.ValueOf(r).Elem(); v.Kind() == reflect.Slice {
+			want += v.Len()
+		} else {
+			want++
+		}
 	}
 	final := "SELECT true"
 	if guard != nil {
+		// The guard reads what the inserts wrote, so they run before it: PostgreSQL runs
+		// an unread data-modifying CTE only after the main query, which would hold the
+		// guard's row lock through every insert.
+		q := guard(idb)
+		if len(written) > 0 {
+			q = q.Where("(SELECT count(*) FROM ("+strings.Join(written, " UNION ALL ")+") AS written) = ?", want)
+		}
 		ctes = append(ctes, "guarded AS (?)")
-		args = append(args, guard(idb).Returning("1"))
+		args = append(args, q.Returning("1"))
 		final = "SELECT filemill_assert(EXISTS (SELECT 1 FROM guarded), ?)"
 		args = append(args, guardFailed)
 	}
