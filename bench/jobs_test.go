@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,5 +228,3 @@ func (s *stack) finishedSpan(b *testing.B) (time.Time, time.Time, int) {
 		page.StartingAfter = js[len(js)-1].ID
 	}
 }
-
-var _ = http.StatusOK

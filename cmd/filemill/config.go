@@ -35,6 +35,7 @@ type Config struct {
 	LogLevel           string
 	LogFormat          string
 	WorkerConcurrency  int
+	WorkerPollInterval time.Duration
 	Domain             domain.Config
 }
 
@@ -47,7 +48,7 @@ type setting struct {
 type rawConfig struct {
 	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
-	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL                                  string
+	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll                      string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -70,6 +71,7 @@ func (rc *rawConfig) settings() []setting {
 		{"hash-window", "FILEMILL_HASH_WINDOW", "5368709120", "files up to this many bytes get a SHA-256", &rc.hashWindow},
 		{"worker-concurrency", "FILEMILL_WORKER_CONCURRENCY", "0", "jobs run at once per worker process (0: twice the CPUs)", &rc.workerConcurrency},
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
+		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", "10ms", "how often an idle worker looks for jobs: the wait of a job on an idle worker against idle CPU", &rc.workerPoll},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 	}
 }
@@ -166,6 +168,9 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.Domain.UploadURLTTL, err = time.ParseDuration(rc.uploadURLTTL); err != nil {
 		return nil, fmt.Errorf("FILEMILL_UPLOAD_URL_TTL: %q is not a duration like 1h", rc.uploadURLTTL)
+	}
+	if c.WorkerPollInterval, err = time.ParseDuration(rc.workerPoll); err != nil || c.WorkerPollInterval < time.Millisecond || c.WorkerPollInterval > 10*time.Second {
+		return nil, fmt.Errorf("FILEMILL_WORKER_POLL_INTERVAL: %q is not a duration between 1ms and 10s", rc.workerPoll)
 	}
 	if c.Domain.AuthCacheTTL, err = time.ParseDuration(rc.authCacheTTL); err != nil {
 		return nil, fmt.Errorf("FILEMILL_AUTH_CACHE_TTL: %q is not a duration like 1s", rc.authCacheTTL)
