@@ -76,15 +76,26 @@ func ddSeconds(b *testing.B, dir string, size int64) float64 {
 }
 
 // BenchmarkLocalPut1GiB compares a 1 GiB PUT through the storage host with dd writing
-// the same bytes to the same disk. Goal: ≥ 80 % of dd.
+// the same bytes to the same disk. Disk speed here varies by 2x from one write to the
+// next, so each side runs three times, alternating, and the best of each is compared.
+// Goal: ≥ 80 % of dd.
 func BenchmarkLocalPut1GiB(b *testing.B) {
 	s := newStack(b, stackOpts{})
 	for i := 0; i < b.N; i++ {
-		dd := ddSeconds(b, s.blobDir, gib)
-		_, put := s.putFile(b, gib)
-		b.ReportMetric(gib/put.Seconds()/1e6, "put-MB/s")
+		dd, put := 1e9, 1e9
+		for r := 0; r < 3; r++ {
+			dd = min(dd, ddSeconds(b, s.blobDir, gib))
+			id, took := s.putFile(b, gib)
+			put = min(put, took.Seconds())
+			// Free the disk space for the next round.
+			st, _, err := s.call(context.Background(), http.DefaultClient, "DELETE", "/v1/files/"+id, nil)
+			if err != nil || st != 204 {
+				b.Fatalf("delete: %d %v", st, err)
+			}
+		}
+		b.ReportMetric(gib/put/1e6, "put-MB/s")
 		b.ReportMetric(gib/dd/1e6, "dd-MB/s")
-		b.ReportMetric(100*dd/put.Seconds(), "%-of-dd")
+		b.ReportMetric(100*dd/put, "%-of-dd")
 	}
 }
 
