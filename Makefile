@@ -23,7 +23,7 @@ test: deps
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 5s -timeout 30m ./bench/...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

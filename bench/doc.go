@@ -3,4 +3,12 @@
 // embedded default), drives them over loopback HTTP and reports requests per second and
 // latency percentiles as benchmark metrics, next to the raw tools where a comparison
 // makes sense. It may import every filemill package.
+//
+// Run one with, for example,
+//
+//	go test -run '^$' -bench BenchmarkAuthenticatedRead -benchtime 1x ./bench/
+//
+// (-benchtime 1x: each benchmark is time-boxed by its own load run). BENCH_WORKERS sets
+// the number of closed-loop clients (default 8) to trace the throughput/latency curve;
+// BENCH_PG_POOL caps the PostgreSQL pool of the stack under test.
 package bench
