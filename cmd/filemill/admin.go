@@ -58,7 +58,17 @@ func (c *adminCmd) parse(args []string) error {
 	return nil
 }
 
-func (c *adminCmd) services(ctx context.Context) (*domain.Services, func(), error) {
+// open parses args, refuses them when problem (if given) names one, and opens the
+// services on the configuration's store; call the returned func when done.
+func (c *adminCmd) open(ctx context.Context, args []string, problem func() string) (*domain.Services, func(), error) {
+	if err := c.parse(args); err != nil {
+		return nil, nil, err
+	}
+	if problem != nil {
+		if msg := problem(); msg != "" {
+			return nil, nil, usageError(msg + "\n" + adminUsage)
+		}
+	}
 	cfg, err := loadConfig(c.rc)
 	if err != nil {
 		return nil, nil, err
@@ -68,6 +78,16 @@ func (c *adminCmd) services(ctx context.Context) (*domain.Services, func(), erro
 		return nil, nil, err
 	}
 	return domain.NewServices(cfg.Domain, domain.Deps{Store: store}), func() { store.Close() }, nil
+}
+
+// required names the first of the flags that is empty.
+func required(c *adminCmd, names ...string) string {
+	for _, name := range names {
+		if c.fs.Lookup(name).Value.String() == "" {
+			return "--" + name + " is required"
+		}
+	}
+	return ""
 }
 
 func runAdmin(ctx context.Context, args []string) error {
@@ -121,13 +141,12 @@ func adminBootstrap(ctx context.Context, args []string) error {
 	prj := c.fs.String("project", "", "project name")
 	credits := c.fs.Int64("credits", 0, "credits to grant to the live and the test account")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if *org == "" || *prj == "" {
-		return usageError("--org and --project are required\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		if *org == "" || *prj == "" {
+			return "--org and --project are required"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}
@@ -198,13 +217,9 @@ func adminKeysCreate(ctx context.Context, args []string) error {
 	expiresAt := c.fs.String("expires-at", "", "expiry as RFC 3339")
 	rate := c.fs.Int("rate-limit", 0, "requests per minute (0: the deployment default)")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if *prjRef == "" {
-		return usageError("--project is required\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		return required(c, "project")
+	})
 	if err != nil {
 		return err
 	}
@@ -246,13 +261,9 @@ func adminKeysList(ctx context.Context, args []string) error {
 	orgRef := c.fs.String("org", "", "organization id or name")
 	prjRef := c.fs.String("project", "", "project id or name")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if *orgRef == "" {
-		return usageError("--org is required\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		return required(c, "org")
+	})
 	if err != nil {
 		return err
 	}
@@ -288,13 +299,12 @@ func adminKeysList(ctx context.Context, args []string) error {
 
 func adminKeysRevoke(ctx context.Context, args []string) error {
 	c := newAdminCmd("keys revoke")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if len(c.pos) != 1 {
-		return usageError("give exactly one key id\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		if len(c.pos) != 1 {
+			return "give exactly one key id"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}
@@ -312,13 +322,12 @@ func adminCreditsGrant(ctx context.Context, args []string) error {
 	amount := c.fs.Int64("amount", 0, "credits to add")
 	env := c.fs.String("env", "live", "live or test")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if *orgRef == "" || *amount <= 0 {
-		return usageError("--org and a positive --amount are required\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		if *orgRef == "" || *amount <= 0 {
+			return "--org and a positive --amount are required"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}
@@ -340,13 +349,12 @@ func adminCreditsGrant(ctx context.Context, args []string) error {
 
 func adminOrgStatus(ctx context.Context, args []string, suspend bool) error {
 	c := newAdminCmd("org")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if len(c.pos) != 1 {
-		return usageError("give exactly one organization\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		if len(c.pos) != 1 {
+			return "give exactly one organization"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}
@@ -364,13 +372,12 @@ func adminProjectsCreate(ctx context.Context, args []string) error {
 	orgRef := c.fs.String("org", "", "organization id or name")
 	name := c.fs.String("name", "", "project name")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if *orgRef == "" || *name == "" {
-		return usageError("--org and --name are required\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		if *orgRef == "" || *name == "" {
+			return "--org and --name are required"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}
@@ -395,13 +402,12 @@ func adminProjectsUpdate(ctx context.Context, args []string) error {
 	orgRef := c.fs.String("org", "", "organization id or name (to find a project by name)")
 	prjRef := c.fs.String("project", "", "project id or name")
 	limit := c.fs.Int("concurrency-limit", -1, "queued+running jobs allowed (0: the deployment default)")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if *prjRef == "" || *limit < 0 {
-		return usageError("--project and --concurrency-limit are required\n" + adminUsage)
-	}
-	svc, done, err := c.services(ctx)
+	svc, done, err := c.open(ctx, args, func() string {
+		if *prjRef == "" || *limit < 0 {
+			return "--project and --concurrency-limit are required"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}

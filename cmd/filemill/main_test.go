@@ -115,6 +115,12 @@ func waitReady(t *testing.T, base string) {
 func apiGet(t *testing.T, url, key string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
+	return apiDo(t, req, key)
+}
+
+// apiDo sends req with the key and decodes the JSON answer.
+func apiDo(t *testing.T, req *http.Request, key string) (int, map[string]any) {
+	t.Helper()
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

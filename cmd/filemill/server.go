@@ -156,13 +156,19 @@ func (a *app) close() {
 	}
 }
 
-func runServer(ctx context.Context, args []string, roles role) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+// parseConfig reads a command's flags, which are the configuration settings, and loads
+// the configuration.
+func parseConfig(name string, args []string) (*Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	rc := registerConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
+		return nil, usageError(err.Error())
 	}
-	cfg, err := loadConfig(rc)
+	return loadConfig(rc)
+}
+
+func runServer(ctx context.Context, args []string, roles role) error {
+	cfg, err := parseConfig("serve", args)
 	if err != nil {
 		return err
 	}
@@ -290,12 +296,7 @@ func bootstrapJSON(b *domain.Bootstrap) map[string]string {
 }
 
 func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	rc := registerConfigFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
-	}
-	cfg, err := loadConfig(rc)
+	cfg, err := parseConfig("migrate", args)
 	if err != nil {
 		return err
 	}

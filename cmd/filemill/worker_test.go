@@ -35,17 +35,11 @@ func apiPost(t *testing.T, url, key string, body any) (int, map[string]any) {
 		raw, _ = json.Marshal(body)
 	}
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))
-	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	secret := make([]byte, 8)
 	_, _ = rand.Read(secret)
 	req.Header.Set("Idempotency-Key", hex.EncodeToString(secret))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
-	return resp.StatusCode, m
+	return apiDo(t, req, key)
 }
 
 // TestWorkerKilledMidJob runs the split deployment (one api process, worker processes)
