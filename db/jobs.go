@@ -54,21 +54,6 @@ func (s *Store) UpdateJob(ctx context.Context, j *domain.Job, fromState string) 
 	return n == 1, nil
 }
 
-// CountActiveJobs counts a project's queued and running jobs, stopping at max.
-func (s *Store) CountActiveJobs(ctx context.Context, projectID string, max int) (int, error) {
-	if max <= 0 {
-		return 0, nil
-	}
-	active := s.r().NewSelect().Model((*domain.Job)(nil)).ColumnExpr("1").Where("project_id = ?", projectID).
-		Where("state IN (?)", bun.In([]string{domain.JobQueued, domain.JobRunning})).Limit(int64(max))
-	var n int
-	err := s.r().NewSelect().ColumnExpr("count(*)").TableExpr("(?) AS active", active).Scan(ctx, &n)
-	if err != nil {
-		return 0, fmt.Errorf("count active jobs of project %s: %w", projectID, err)
-	}
-	return int(n), nil
-}
-
 // FindStaleQueuedJobs returns up to limit jobs still queued that were created before a
 // moment, oldest first.
 func (s *Store) FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*domain.Job, error) {
@@ -76,13 +61,6 @@ func (s *Store) FindStaleQueuedJobs(ctx context.Context, before time.Time, limit
 		return q.Where("state = ?", domain.JobQueued).Where("created_at < ?", before).
 			Order("created_at", "id").Limit(orBatch(limit))
 	})
-}
-
-// CreateBatch inserts b. Nil options are stored as JSON null.
-func (s *Store) CreateBatch(ctx context.Context, b *domain.Batch) error {
-	row := *b
-	row.Options = jsonOrNull(row.Options)
-	return insert(ctx, s.w(), "batch", row.ID, &row)
 }
 
 // FindBatchByID returns the batch, or domain.ErrNotFound.

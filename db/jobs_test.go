@@ -152,15 +152,16 @@ func TestJobQueries(t *testing.T) {
 			require.Equal(t, []string{q1.ID}, ids(page, jobID))
 		})
 		t.Run("CountActive", func(t *testing.T) {
-			n, err := s.CountActiveJobs(ctx, tn.prj.ID, 100)
+			facts, err := s.FindAdmissionFacts(ctx, tn.prj.ID, tn.org.ID, domain.EnvLive, 100)
 			require.NoError(t, err)
-			require.Equal(t, 4, n, "queued and running, both environments")
-			n, err = s.CountActiveJobs(ctx, tn.prj.ID, 3)
+			require.Equal(t, 4, facts.Active, "queued and running, both environments")
+			facts, err = s.FindAdmissionFacts(ctx, tn.prj.ID, tn.org.ID, domain.EnvLive, 3)
 			require.NoError(t, err)
-			require.Equal(t, 3, n, "stops at max")
-			n, err = s.CountActiveJobs(ctx, "prj_none", 100)
+			require.Equal(t, 3, facts.Active, "stops at the limit")
+			idle := createProject(t, s, tn.org.ID, "idle")
+			facts, err = s.FindAdmissionFacts(ctx, idle.ID, tn.org.ID, domain.EnvLive, 100)
 			require.NoError(t, err)
-			require.Zero(t, n)
+			require.Zero(t, facts.Active)
 		})
 		t.Run("StaleQueued", func(t *testing.T) {
 			got, err := s.FindStaleQueuedJobs(ctx, base.Add(150*time.Second), 10)
@@ -185,7 +186,7 @@ func TestBatches(t *testing.T) {
 		b := &domain.Batch{ID: domain.NewID(domain.PrefixBatch), OrganizationID: tn.org.ID, ProjectID: tn.prj.ID,
 			Environment: domain.EnvLive, Preset: "thumbnails", Options: json.RawMessage(`{"sizes":[64,128]}`),
 			CreditsEstimated: 30, CreatedAt: now()}
-		require.NoError(t, s.CreateBatch(ctx, b))
+		require.NoError(t, s.AdmitJobs(ctx, &domain.Admission{Batch: b}))
 		got, err := s.FindBatchByID(ctx, b.ID)
 		require.NoError(t, err)
 		requireJSONField(t, b.Options, &got.Options)

@@ -166,13 +166,9 @@ type Store interface {
 	// UpdateJob writes every column of j where the stored state equals fromState;
 	// false when it did not (a cancel and a claim can never both win).
 	UpdateJob(ctx context.Context, j *Job, fromState string) (bool, error)
-	// CountActiveJobs counts queued and running jobs of a project, up to max (the caller's
-	// limit), so the check costs no more than the limit whatever the backlog.
-	CountActiveJobs(ctx context.Context, projectID string, max int) (int, error)
 	// FindStaleQueuedJobs returns queued jobs created before a moment, oldest first.
 	FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*Job, error)
 
-	CreateBatch(ctx context.Context, b *Batch) error
 	FindBatchByID(ctx context.Context, id string) (*Batch, error)
 
 	// SumProjectCredits returns what a project holds reserved on an account now and
