@@ -89,7 +89,10 @@ func newConnector(dsn string) (c *pgdriver.Connector, err error) {
 			err = fmt.Errorf("TEST_DATABASE_URL: %v", r)
 		}
 	}()
-	return pgdriver.NewConnector(pgdriver.WithDSN(dsn)), nil
+	// CREATE and DROP DATABASE queue behind each other on the server; with many tests
+	// ending at once a drop may wait longer than pgdriver's 10 s read timeout.
+	return pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithReadTimeout(setupTimeout),
+		pgdriver.WithWriteTimeout(setupTimeout)), nil
 }
 
 // Postgres creates an empty database on the test server and returns its URL. The
