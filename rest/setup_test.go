@@ -50,6 +50,8 @@ type setupOpts struct {
 	worker  bool   // run a worker in-process
 	fetcher domain.Fetcher
 	clock   domain.Clock // the services' clock; nil is the system clock
+	// engine, when set, wraps the real inspect engine (to inject a fault).
+	engine func(domain.Engine) domain.Engine
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -76,13 +78,20 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	require.NoError(t, err)
 	queue := jobs.NewQueue(redisOpt)
 	t.Cleanup(func() { queue.Close() })
+	var engine domain.Engine = inspect.New(inspect.DefaultConfig())
+	if o.engine != nil {
+		engine = o.engine(engine)
+	}
 	svc = domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
+		Engines: map[string]domain.Engine{"inspect": engine}})
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	if o.worker {
-		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		// Retries come quickly here; their spacing is the jobs package's concern.
+		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
+			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond }},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Shutdown)

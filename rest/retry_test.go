@@ -1,0 +1,95 @@
+package rest_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
+)
+
+// flakyEngine fails its first failures runs with err, then runs the real engine.
+type flakyEngine struct {
+	domain.Engine
+	failures int32
+	err      error
+	runs     atomic.Int32
+}
+
+func (f *flakyEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
+	if f.runs.Add(1) <= f.failures {
+		return nil, f.err
+	}
+	return f.Engine.Run(ctx, in)
+}
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	crashed := domain.Errorf(domain.CodeDependencyUnavailable, "the tool crashed")
+
+	t.Run("RetryableFailureThenSuccessIsChargedOnce", func(t *testing.T) {
+		t.Parallel()
+		flaky := &flakyEngine{failures: 2, err: crashed}
+		b := setup(t, setupOpts{worker: true, engine: func(e domain.Engine) domain.Engine { flaky.Engine = e; return flaky }})
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		before := b.account(b.orgA.Organization.ID)
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+		require.Equal(t, "succeeded", j["state"])
+		require.EqualValues(t, 3, j["attempts"], "two crashes, then success")
+		require.EqualValues(t, 3, flaky.runs.Load())
+		after := b.account(b.orgA.Organization.ID)
+		require.Equal(t, before.Balance-after.Balance, after.Used-before.Used, "charged once")
+		require.Zero(t, after.Reserved)
+		require.Positive(t, after.Used-before.Used)
+	})
+
+	t.Run("RetryableFailureEveryTimeFailsAfterThreeAttemptsUncharged", func(t *testing.T) {
+		t.Parallel()
+		flaky := &flakyEngine{failures: 100, err: crashed}
+		b := setup(t, setupOpts{worker: true, engine: func(e domain.Engine) domain.Engine { flaky.Engine = e; return flaky }})
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		before := b.account(b.orgA.Organization.ID)
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+		require.Equal(t, "failed", j["state"])
+		require.EqualValues(t, 3, j["attempts"])
+		require.Equal(t, domain.CodeDependencyUnavailable, j["error"].(map[string]any)["code"])
+		require.EqualValues(t, 3, flaky.runs.Load())
+		after := b.account(b.orgA.Organization.ID)
+		require.Equal(t, [3]int64{before.Balance, 0, before.Used}, [3]int64{after.Balance, after.Reserved, after.Used}, "nothing charged")
+	})
+
+	t.Run("QueuedJobWhoseTaskWentMissingIsRequeued", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t) // no worker yet
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		id := r.json(t)["id"].(string)
+		insp := asynq.NewInspector(b.redisOpt)
+		defer insp.Close()
+		require.NoError(t, insp.DeleteTask(jobs.DefaultQueueName, id), "the task is lost")
+
+		n, err := b.svc.Jobs.RequeueStale(context.Background(), 0, 100)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		info, err := insp.GetTaskInfo(jobs.DefaultQueueName, id)
+		require.NoError(t, err, "the task is back under the job's id")
+		require.Equal(t, id, info.ID)
+
+		w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		jobs.RegisterTasks(w, b.svc, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, w.Start())
+		defer w.Shutdown()
+		require.Equal(t, "succeeded", b.waitJob(b.liveA, id)["state"])
+	})
+}
