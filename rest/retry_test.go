@@ -29,6 +29,18 @@ func (f *flakyEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.E
 	return f.Engine.Run(ctx, in)
 }
 
+// runOnFlaky runs one inspect job through a worker whose engine is flaky and returns
+// the bundle, the finished job and organization A's account from before the job.
+func runOnFlaky(t *testing.T, flaky *flakyEngine) (*bundle, map[string]any, *domain.CreditAccount) {
+	t.Helper()
+	b := setup(t, setupOpts{worker: true, engine: func(e domain.Engine) domain.Engine { flaky.Engine = e; return flaky }})
+	file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+	before := b.account(b.orgA.Organization.ID)
+	r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+	require.Equal(t, 202, r.status, string(r.body))
+	return b, b.waitJob(b.liveA, r.json(t)["id"].(string)), before
+}
+
 func TestRetries(t *testing.T) {
 	t.Parallel()
 	crashed := domain.Errorf(domain.CodeDependencyUnavailable, "the tool crashed")
@@ -36,12 +48,7 @@ func TestRetries(t *testing.T) {
 	t.Run("RetryableFailureThenSuccessIsChargedOnce", func(t *testing.T) {
 		t.Parallel()
 		flaky := &flakyEngine{failures: 2, err: crashed}
-		b := setup(t, setupOpts{worker: true, engine: func(e domain.Engine) domain.Engine { flaky.Engine = e; return flaky }})
-		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
-		before := b.account(b.orgA.Organization.ID)
-		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
-		require.Equal(t, 202, r.status, string(r.body))
-		j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+		b, j, before := runOnFlaky(t, flaky)
 		require.Equal(t, "succeeded", j["state"])
 		require.EqualValues(t, 3, j["attempts"], "two crashes, then success")
 		require.EqualValues(t, 3, flaky.runs.Load())
@@ -54,12 +61,7 @@ func TestRetries(t *testing.T) {
 	t.Run("RetryableFailureEveryTimeFailsAfterThreeAttemptsUncharged", func(t *testing.T) {
 		t.Parallel()
 		flaky := &flakyEngine{failures: 100, err: crashed}
-		b := setup(t, setupOpts{worker: true, engine: func(e domain.Engine) domain.Engine { flaky.Engine = e; return flaky }})
-		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
-		before := b.account(b.orgA.Organization.ID)
-		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
-		require.Equal(t, 202, r.status, string(r.body))
-		j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+		b, j, before := runOnFlaky(t, flaky)
 		require.Equal(t, "failed", j["state"])
 		require.EqualValues(t, 3, j["attempts"])
 		require.Equal(t, domain.CodeDependencyUnavailable, j["error"].(map[string]any)["code"])

@@ -80,14 +80,26 @@ func (c *adminCmd) open(ctx context.Context, args []string, problem func() strin
 	return domain.NewServices(cfg.Domain, domain.Deps{Store: store}), func() { store.Close() }, nil
 }
 
-// required names the first of the flags that is empty.
-func required(c *adminCmd, names ...string) string {
-	for _, name := range names {
-		if c.fs.Lookup(name).Value.String() == "" {
-			return "--" + name + " is required"
+// need is an open check naming the first of the flags left empty.
+func (c *adminCmd) need(names ...string) func() string {
+	return func() string {
+		for _, name := range names {
+			if c.fs.Lookup(name).Value.String() == "" {
+				return "--" + name + " is required"
+			}
 		}
+		return ""
 	}
-	return ""
+}
+
+// onePositional is an open check wanting exactly one positional argument.
+func (c *adminCmd) onePositional(what string) func() string {
+	return func() string {
+		if len(c.pos) != 1 {
+			return "give exactly one " + what
+		}
+		return ""
+	}
 }
 
 func runAdmin(ctx context.Context, args []string) error {
@@ -141,12 +153,7 @@ func adminBootstrap(ctx context.Context, args []string) error {
 	prj := c.fs.String("project", "", "project name")
 	credits := c.fs.Int64("credits", 0, "credits to grant to the live and the test account")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	svc, done, err := c.open(ctx, args, func() string {
-		if *org == "" || *prj == "" {
-			return "--org and --project are required"
-		}
-		return ""
-	})
+	svc, done, err := c.open(ctx, args, c.need("org", "project"))
 	if err != nil {
 		return err
 	}
@@ -217,9 +224,7 @@ func adminKeysCreate(ctx context.Context, args []string) error {
 	expiresAt := c.fs.String("expires-at", "", "expiry as RFC 3339")
 	rate := c.fs.Int("rate-limit", 0, "requests per minute (0: the deployment default)")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	svc, done, err := c.open(ctx, args, func() string {
-		return required(c, "project")
-	})
+	svc, done, err := c.open(ctx, args, c.need("project"))
 	if err != nil {
 		return err
 	}
@@ -261,9 +266,7 @@ func adminKeysList(ctx context.Context, args []string) error {
 	orgRef := c.fs.String("org", "", "organization id or name")
 	prjRef := c.fs.String("project", "", "project id or name")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	svc, done, err := c.open(ctx, args, func() string {
-		return required(c, "org")
-	})
+	svc, done, err := c.open(ctx, args, c.need("org"))
 	if err != nil {
 		return err
 	}
@@ -299,12 +302,7 @@ func adminKeysList(ctx context.Context, args []string) error {
 
 func adminKeysRevoke(ctx context.Context, args []string) error {
 	c := newAdminCmd("keys revoke")
-	svc, done, err := c.open(ctx, args, func() string {
-		if len(c.pos) != 1 {
-			return "give exactly one key id"
-		}
-		return ""
-	})
+	svc, done, err := c.open(ctx, args, c.onePositional("key id"))
 	if err != nil {
 		return err
 	}
@@ -349,12 +347,7 @@ func adminCreditsGrant(ctx context.Context, args []string) error {
 
 func adminOrgStatus(ctx context.Context, args []string, suspend bool) error {
 	c := newAdminCmd("org")
-	svc, done, err := c.open(ctx, args, func() string {
-		if len(c.pos) != 1 {
-			return "give exactly one organization"
-		}
-		return ""
-	})
+	svc, done, err := c.open(ctx, args, c.onePositional("organization"))
 	if err != nil {
 		return err
 	}
@@ -372,12 +365,7 @@ func adminProjectsCreate(ctx context.Context, args []string) error {
 	orgRef := c.fs.String("org", "", "organization id or name")
 	name := c.fs.String("name", "", "project name")
 	asJSON := c.fs.Bool("json", false, "print JSON")
-	svc, done, err := c.open(ctx, args, func() string {
-		if *orgRef == "" || *name == "" {
-			return "--org and --name are required"
-		}
-		return ""
-	})
+	svc, done, err := c.open(ctx, args, c.need("org", "name"))
 	if err != nil {
 		return err
 	}

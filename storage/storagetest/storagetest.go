@@ -40,9 +40,19 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		t.Helper()
 		mp, ok := b.(domain.MultipartBlobs)
 		if !ok {
-			t.Skip("backend has no multipart ability")
+			t.Fatal("the backend has no multipart ability, which this suite requires")
 		}
 		return mp
+	}
+	// openMultipart starts a multipart upload on a fresh key.
+	openMultipart := func(t *testing.T) (context.Context, domain.Blobs, domain.MultipartBlobs, string, string) {
+		t.Helper()
+		ctx, b := setup(t)
+		mp := multipart(t, b)
+		k := Key()
+		id, err := mp.CreateMultipart(ctx, k)
+		require.NoError(t, err)
+		return ctx, b, mp, k, id
 	}
 
 	t.Run("PutGetStatDelete", func(t *testing.T) {
@@ -263,11 +273,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 	})
 
 	t.Run("Multipart", func(t *testing.T) {
-		ctx, b := setup(t)
-		mp := multipart(t, b)
-		k := Key()
-		id, err := mp.CreateMultipart(ctx, k)
-		require.NoError(t, err)
+		ctx, b, mp, k, id := openMultipart(t)
 		parts := [][]byte{Bytes(PartSize), Bytes(PartSize), Bytes(123_457)}
 		etags := make([]string, len(parts))
 		for i, p := range parts {
@@ -311,11 +317,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 	})
 
 	t.Run("MultipartCompleteChecksParts", func(t *testing.T) {
-		ctx, b := setup(t)
-		mp := multipart(t, b)
-		k := Key()
-		id, err := mp.CreateMultipart(ctx, k)
-		require.NoError(t, err)
+		ctx, _, mp, k, id := openMultipart(t)
 		e1 := PutPart(t, mp, k, id, 1, Bytes(PartSize))
 		e2 := PutPart(t, mp, k, id, 2, Bytes(1000))
 
@@ -336,11 +338,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 	})
 
 	t.Run("MultipartPartSizeEnforced", func(t *testing.T) {
-		ctx, b := setup(t)
-		mp := multipart(t, b)
-		k := Key()
-		id, err := mp.CreateMultipart(ctx, k)
-		require.NoError(t, err)
+		ctx, _, mp, k, id := openMultipart(t)
 		u, err := mp.PresignPart(ctx, k, id, 1, 1000, time.Minute)
 		require.NoError(t, err)
 		resp, body := Put(t, u, nil, Bytes(1001), 1001)
@@ -354,11 +352,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 	})
 
 	t.Run("MultipartAbort", func(t *testing.T) {
-		ctx, b := setup(t)
-		mp := multipart(t, b)
-		k := Key()
-		id, err := mp.CreateMultipart(ctx, k)
-		require.NoError(t, err)
+		ctx, b, mp, k, id := openMultipart(t)
 		e1 := PutPart(t, mp, k, id, 1, Bytes(PartSize))
 		late, err := mp.PresignPart(ctx, k, id, 2, 100, time.Minute)
 		require.NoError(t, err)
