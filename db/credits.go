@@ -112,21 +112,21 @@ func applyLedgerEntry(ctx context.Context, idb bun.IDB, e *domain.LedgerEntry) e
 	return insert(ctx, idb, "ledger entry", e.ID, e)
 }
 
-// reservation checks reserve entries, fills their ids and times, and sums them; it
-// returns those that move credits (an amount of 0 writes nothing).
-func reservation(in []*domain.LedgerEntry) (entries []*domain.LedgerEntry, acct string, sum int64, err error) {
+// reservation checks an admission's reserve entries on an account, fills their ids and
+// times, and sums them; it returns those that move credits (an amount of 0 writes
+// nothing).
+func reservation(acct string, in []*domain.LedgerEntry) (entries []*domain.LedgerEntry, sum int64, err error) {
 	for _, e := range in {
 		switch {
 		case e.Kind != domain.LedgerReserve:
-			return nil, "", 0, fmt.Errorf("reserve credits: entry of kind %q", e.Kind)
-		case acct != "" && e.AccountID != acct:
-			return nil, "", 0, fmt.Errorf("reserve credits: entries of accounts %s and %s", acct, e.AccountID)
+			return nil, 0, fmt.Errorf("reserve credits: entry of kind %q", e.Kind)
+		case e.AccountID != acct:
+			return nil, 0, fmt.Errorf("reserve credits: entry on account %s in an admission on %s", e.AccountID, acct)
 		case e.Amount < 0:
-			return nil, "", 0, fmt.Errorf("reserve credits: amount %d must not be negative", e.Amount)
+			return nil, 0, fmt.Errorf("reserve credits: amount %d must not be negative", e.Amount)
 		case e.Amount == 0:
 			continue
 		}
-		acct = e.AccountID
 		if e.ID == "" {
 			e.ID = domain.NewID(domain.PrefixLedgerEntry)
 		}
@@ -136,33 +136,5 @@ func reservation(in []*domain.LedgerEntry) (entries []*domain.LedgerEntry, acct 
 		sum += e.Amount
 		entries = append(entries, e)
 	}
-	return entries, acct, sum, nil
-}
-
-// SumCharged returns the credits charged to a key's entries since a moment.
-func (s *Store) SumCharged(ctx context.Context, apiKeyID string, since time.Time) (int64, error) {
-	var sum int64
-	err := s.r().NewSelect().Model((*domain.LedgerEntry)(nil)).
-		ColumnExpr("CAST(COALESCE(SUM(amount), 0) AS BIGINT)").
-		Where("api_key_id = ?", apiKeyID).Where("kind = ?", domain.LedgerCharge).Where("created_at >= ?", since).
-		Scan(ctx, &sum)
-	if err != nil {
-		return 0, fmt.Errorf("sum charged to key %s: %w", apiKeyID, err)
-	}
-	return sum, nil
-}
-
-// SumReservedOutstanding returns what a key holds reserved now: over all its entries,
-// reserves minus releases minus charges.
-func (s *Store) SumReservedOutstanding(ctx context.Context, apiKeyID string) (int64, error) {
-	var sum int64
-	err := s.r().NewSelect().Model((*domain.LedgerEntry)(nil)).
-		ColumnExpr("CAST(COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE -amount END), 0) AS BIGINT)", domain.LedgerReserve).
-		Where("api_key_id = ?", apiKeyID).
-		Where("kind IN (?)", bun.In([]string{domain.LedgerReserve, domain.LedgerRelease, domain.LedgerCharge})).
-		Scan(ctx, &sum)
-	if err != nil {
-		return 0, fmt.Errorf("sum reserved by key %s: %w", apiKeyID, err)
-	}
-	return sum, nil
+	return entries, sum, nil
 }

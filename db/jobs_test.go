@@ -152,16 +152,17 @@ func TestJobQueries(t *testing.T) {
 			require.Equal(t, []string{q1.ID}, ids(page, jobID))
 		})
 		t.Run("CountActive", func(t *testing.T) {
-			facts, err := s.FindAdmissionFacts(ctx, tn.prj.ID, tn.org.ID, domain.EnvLive, 100)
-			require.NoError(t, err)
-			require.Equal(t, 4, facts.Active, "queued and running, both environments")
-			facts, err = s.FindAdmissionFacts(ctx, tn.prj.ID, tn.org.ID, domain.EnvLive, 3)
-			require.NoError(t, err)
-			require.Equal(t, 3, facts.Active, "stops at the limit")
-			idle := createProject(t, s, tn.org.ID, "idle")
-			facts, err = s.FindAdmissionFacts(ctx, idle.ID, tn.org.ID, domain.EnvLive, 100)
-			require.NoError(t, err)
-			require.Zero(t, facts.Active)
+			active := func(prj *domain.Project, env domain.Environment) int {
+				t.Helper()
+				f := newFile(prj, env)
+				require.NoError(t, s.CreateFile(ctx, f))
+				facts, err := s.FindAdmissionFacts(ctx, domain.AdmissionQuery{OrganizationID: prj.OrganizationID, Environment: env, FileIDs: []string{f.ID}})
+				require.NoError(t, err)
+				return facts.Projects[prj.ID].Active
+			}
+			require.Equal(t, 3, active(tn.prj, domain.EnvLive), "queued and running of the environment")
+			require.Equal(t, 1, active(tn.prj, domain.EnvTest))
+			require.Zero(t, active(createProject(t, s, tn.org.ID, "idle"), domain.EnvLive))
 		})
 		t.Run("StaleQueued", func(t *testing.T) {
 			got, err := s.FindStaleQueuedJobs(ctx, base.Add(150*time.Second), 10)
@@ -186,7 +187,11 @@ func TestBatches(t *testing.T) {
 		b := &domain.Batch{ID: domain.NewID(domain.PrefixBatch), OrganizationID: tn.org.ID, ProjectID: tn.prj.ID,
 			Environment: domain.EnvLive, Preset: "thumbnails", Options: json.RawMessage(`{"sizes":[64,128]}`),
 			CreditsEstimated: 30, CreatedAt: now()}
-		require.NoError(t, s.AdmitJobs(ctx, &domain.Admission{Batch: b}))
+		acct, err := s.FindCreditAccount(ctx, tn.org.ID, domain.EnvLive)
+		require.NoError(t, err)
+		j := newJob(tn.prj, domain.EnvLive)
+		j.BatchID, j.CreditsReserved = b.ID, 0
+		require.NoError(t, s.AdmitJobs(ctx, &domain.Admission{AccountID: acct.ID, ProjectID: tn.prj.ID, APIKeyID: j.APIKeyID, Batch: b, Jobs: []*domain.Job{j}}))
 		got, err := s.FindBatchByID(ctx, b.ID)
 		require.NoError(t, err)
 		requireJSONField(t, b.Options, &got.Options)

@@ -63,11 +63,13 @@ var _ domain.Store = (*Store)(nil)
 // Store is the domain.Store on PostgreSQL or SQLite. A Store made by Open is safe for
 // concurrent use; InTx hands fn a Store bound to one transaction.
 type Store struct {
-	db       *bun.DB // writes and transactions; on SQLite a single connection
-	read     *bun.DB // reads outside a transaction: db itself on PostgreSQL, read-only connections on SQLite
-	tx       bun.IDB // set on a Store bound to a transaction
-	dialect  string
-	lockPath string // SQLite: the file locked around Migrate, across processes
+	db         *bun.DB // writes and transactions; on SQLite a single connection
+	read       *bun.DB // reads outside a transaction: db itself on PostgreSQL, read-only connections on SQLite
+	tx         bun.IDB // set on a Store bound to a transaction
+	dialect    string
+	lockPath   string              // SQLite: the file locked around Migrate, across processes
+	prepared   *preparedStatements // PostgreSQL: the hot queries' prepared statements
+	admissions *admissionQueue     // combines concurrent admissions on one account
 }
 
 // Open connects to the metadata database. A url starting with postgres:// or
@@ -127,7 +129,10 @@ func openPostgres(raw string) (*Store, error) {
 	sqldb.SetConnMaxIdleTime(postgresConnMaxIdleTime)
 	sqldb.SetConnMaxLifetime(postgresConnMaxLifetime) // spreads load again after a failover
 	bdb := bun.NewDB(sqldb, pgdialect.New())
-	return &Store{db: bdb, read: bdb, dialect: DialectPostgres}, nil
+	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres,
+		prepared: &preparedStatements{db: sqldb, m: map[*hotQuery]*sql.Stmt{}}}
+	s.admissions = newAdmissionQueue(s.writeAdmissions)
+	return s, nil
 }
 
 // newPostgresConnector turns pgdriver's panic on a malformed DSN into an error.
@@ -161,6 +166,7 @@ func openSQLite(raw string) (*Store, error) {
 	writer.SetConnMaxLifetime(0) // a connection costs an open and its pragmas: keep it
 	writer.SetConnMaxIdleTime(0)
 	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite}
+	s.admissions = newAdmissionQueue(s.writeAdmissions)
 	if path == ":memory:" {
 		// Each connection to :memory: is its own database: everything uses the one.
 		s.read = s.db
@@ -223,6 +229,9 @@ func (s *Store) Close() error {
 		return errors.New("db: Close on a transaction-bound store")
 	}
 	var errs []error
+	if s.prepared != nil {
+		errs = append(errs, s.prepared.close())
+	}
 	if s.read != s.db {
 		errs = append(errs, s.read.Close())
 	}
@@ -269,7 +278,8 @@ func (s *Store) InTx(ctx context.Context, fn func(tx domain.Store) error) error 
 }
 
 func (s *Store) withTx(tx bun.IDB) *Store {
-	return &Store{db: s.db, read: s.read, tx: tx, dialect: s.dialect, lockPath: s.lockPath}
+	return &Store{db: s.db, read: s.read, tx: tx, dialect: s.dialect, lockPath: s.lockPath,
+		prepared: s.prepared, admissions: s.admissions}
 }
 
 // inTx runs fn in the Store's transaction, or in a new one. Inside the caller's

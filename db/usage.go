@@ -10,23 +10,26 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
-// SumProjectCredits returns what a project holds reserved on an account now (reserves
-// minus releases minus charges, all time) and what it was charged since a moment.
-func (s *Store) SumProjectCredits(ctx context.Context, accountID, projectID string, since time.Time) (reserved, used int64, err error) {
-	var row struct {
-		Reserved int64 `bun:"reserved"`
-		Used     int64 `bun:"used"`
+// SumProjectCredits returns what a project's queued and running jobs of one environment
+// hold reserved now, and what the project was charged on an account since a moment. Both
+// read only what is live or recent, however long the ledger grows.
+func (s *Store) SumProjectCredits(ctx context.Context, accountID, projectID string, env domain.Environment, since time.Time) (reserved, used int64, err error) {
+	err = s.r().NewSelect().Model((*domain.Job)(nil)).
+		ColumnExpr("CAST(COALESCE(SUM(credits_reserved), 0) AS BIGINT)").
+		Where("project_id = ?", projectID).Where("environment = ?", env).Where("state IN ("+activeStates+")").
+		Scan(ctx, &reserved)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sum reserved by project %s: %w", projectID, err)
 	}
 	err = s.r().NewSelect().Model((*domain.LedgerEntry)(nil)).
-		ColumnExpr("CAST(COALESCE(SUM(CASE WHEN kind = ? THEN amount ELSE -amount END), 0) AS BIGINT) AS reserved", domain.LedgerReserve).
-		ColumnExpr("CAST(COALESCE(SUM(CASE WHEN kind = ? AND created_at >= ? THEN amount ELSE 0 END), 0) AS BIGINT) AS used", domain.LedgerCharge, since).
-		Where("account_id = ?", accountID).Where("project_id = ?", projectID).
-		Where("kind IN (?)", bun.In([]string{domain.LedgerReserve, domain.LedgerRelease, domain.LedgerCharge})).
-		Scan(ctx, &row)
+		ColumnExpr("CAST(COALESCE(SUM(amount), 0) AS BIGINT)").
+		Where("project_id = ?", projectID).Where("kind = ?", domain.LedgerCharge).Where("created_at >= ?", since).
+		Where("account_id = ?", accountID).
+		Scan(ctx, &used)
 	if err != nil {
-		return 0, 0, fmt.Errorf("sum credits of project %s: %w", projectID, err)
+		return 0, 0, fmt.Errorf("sum charged to project %s: %w", projectID, err)
 	}
-	return row.Reserved, row.Used, nil
+	return reserved, used, nil
 }
 
 // SumStoredFiles returns the bytes a project stores in one environment (its ready and

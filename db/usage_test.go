@@ -30,9 +30,26 @@ func TestUsageSums(t *testing.T) {
 		move(domain.LedgerReserve, 5, tn.prj.ID, now())
 		move(domain.LedgerCharge, 3, tn.prj.ID, now())
 		move(domain.LedgerReserve, 7, tn.prj2.ID, now())
-		reserved, used, err := s.SumProjectCredits(ctx, acct.ID, tn.prj.ID, domain.MonthStart(now()))
+		// What is held is read from the project's live jobs of the environment.
+		for _, j := range []struct {
+			prj   *domain.Project
+			env   domain.Environment
+			state string
+			held  int64
+		}{
+			{tn.prj, domain.EnvLive, domain.JobQueued, 4},
+			{tn.prj, domain.EnvLive, domain.JobRunning, 2},
+			{tn.prj, domain.EnvLive, domain.JobSucceeded, 9},
+			{tn.prj, domain.EnvTest, domain.JobQueued, 100},
+			{tn.prj2, domain.EnvLive, domain.JobQueued, 50},
+		} {
+			job := newJob(j.prj, j.env)
+			job.State, job.CreditsReserved = j.state, j.held
+			require.NoError(t, s.CreateJob(ctx, job))
+		}
+		reserved, used, err := s.SumProjectCredits(ctx, acct.ID, tn.prj.ID, domain.EnvLive, domain.MonthStart(now()))
 		require.NoError(t, err)
-		require.EqualValues(t, 10-4-1+5-3, reserved)
+		require.EqualValues(t, 4+2, reserved)
 		require.EqualValues(t, 3, used)
 
 		file := func(prj *domain.Project, env domain.Environment, status string, size int64) *domain.File {

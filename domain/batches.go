@@ -17,12 +17,15 @@ type BatchRequest struct {
 	Operation string
 	Preset    string
 	Options   json.RawMessage
+	// Answer, as JobRequest's: the door's answer for the batch about to be written, its
+	// members in request order.
+	Answer func(*Batch, []*Job) (*IdempotencyRecord, error)
 }
 
 // CreateBatch admits and prices every member and writes the batch, its jobs, their
-// reservations and events in one transaction — or nothing, with the error naming the
-// offending file in param and details. Members are ordinary jobs.
-// Codes: those of CreateJob, with param file_ids[i].
+// reservations and events and the request's answer at once — or nothing, with the error
+// naming the offending file in param and details. Members are ordinary jobs, returned
+// in request order. Codes: those of CreateJob, with param file_ids[i].
 func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) (*Batch, []*Job, error) {
 	if err := p.RequireScope(ScopeJobsWrite); err != nil {
 		return nil, nil, err
@@ -32,6 +35,9 @@ func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) 
 	}
 	seen := map[string]int{}
 	for i, id := range req.FileIDs {
+		if !ValidID(PrefixFile, id) {
+			return nil, nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file_ids[%d] must be a file_ id", i)
+		}
 		if j, dup := seen[id]; dup {
 			return nil, nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file %s is listed twice (also at %d)", id, j)
 		}
@@ -45,37 +51,8 @@ func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) 
 	if err != nil {
 		return nil, nil, err
 	}
-	var jobs []*Job
-	for i, id := range req.FileIDs {
-		adm, err := s.admit(ctx, p, op, options, id, fmt.Sprintf("file_ids[%d]", i))
-		if err != nil {
-			return nil, nil, err
-		}
-		jobs = append(jobs, adm.job)
-	}
-	// One batch acts on one project: the members' reservations and the concurrency
-	// limit are the project's.
-	projectID := jobs[0].ProjectID
-	for i, j := range jobs {
-		if j.ProjectID != projectID {
-			return nil, nil, &Error{Code: CodeInvalidRequest, Param: fmt.Sprintf("file_ids[%d]", i),
-				Message: "all files of a batch must belong to one project", Details: map[string]any{"file_id": j.FileID}}
-		}
-	}
-	now := s.Clock.Now()
-	b := &Batch{ID: NewID(PrefixBatch), OrganizationID: p.Organization.ID, ProjectID: projectID, Environment: p.Environment(),
-		Operation: jobs[0].Operation, Preset: jobs[0].Preset, Options: options, CreatedAt: now}
-	for _, j := range jobs {
-		j.BatchID = b.ID
-		b.CreditsEstimated += j.CreditsReserved
-	}
-	if err := s.record(ctx, p, projectID, b, jobs); err != nil {
-		return nil, nil, err
-	}
-	for _, j := range jobs {
-		s.enqueue(ctx, j.ID)
-	}
-	return b, jobs, nil
+	return s.admit(ctx, p, admission{op: op, options: options, fileIDs: req.FileIDs, batch: true,
+		param: func(i int) string { return fmt.Sprintf("file_ids[%d]", i) }, answer: req.Answer})
 }
 
 // FindBatch returns a batch with its members. Codes: not_found, environment_mismatch.

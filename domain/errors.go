@@ -135,6 +135,10 @@ func AsError(err error) *Error {
 // Store sentinels for conditional ledger movements.
 var (
 	ErrInsufficientCredits = errors.New("insufficient credits")
-	ErrLedgerMismatch      = errors.New("ledger movement exceeds reservation")
-	ErrDuplicate           = errors.New("duplicate")
+	// ErrConcurrencyLimit and ErrSpendLimit report an admission refused by a limit its
+	// write enforced against everything admitted before it.
+	ErrConcurrencyLimit = errors.New("project concurrency limit reached")
+	ErrSpendLimit       = errors.New("key spend limit reached")
+	ErrLedgerMismatch   = errors.New("ledger movement exceeds reservation")
+	ErrDuplicate        = errors.New("duplicate")
 )

@@ -12,12 +12,16 @@ import (
 	"time"
 )
 
-// JobRequest is the body of POST /v1/jobs (and, per member, of a batch).
+// JobRequest is the body of POST /v1/jobs.
 type JobRequest struct {
 	FileID    string
 	Operation string
 	Preset    string
 	Options   json.RawMessage
+	// Answer, when set, gives the door's answer to the request for the job about to be
+	// written; it is stored in the same write, so a retry of the request replays it and
+	// never creates a second job, whatever fails after the write.
+	Answer func(*Job) (*IdempotencyRecord, error)
 }
 
 // resolveOperation finds the operation or preset of a request and checks the key may
@@ -59,25 +63,13 @@ func (op *Operation) Estimate(f *File) int64 {
 	return op.Price.Credits
 }
 
-// admission is a job checked and priced, ready to be written.
-type admission struct {
-	job *Job
-	op  *Operation
-}
-
-// admit checks one file for an operation: the file may be seen and is ready, the
-// operation takes its format and can run here. Codes: not_found, environment_mismatch,
-// key_restricted, conflict (file not ready), unsupported_input, processing_unavailable.
-func (s *Jobs) admit(ctx context.Context, p *Principal, op *Operation, options json.RawMessage, fileID, param string) (*admission, error) {
-	if !ValidID(PrefixFile, fileID) {
-		return nil, InvalidParam(param, "%s must be a file_ id", param)
-	}
-	f, err := s.Store.FindFileByID(ctx, fileID)
-	if errors.Is(err, ErrNotFound) || (err == nil && f.Status == FileDeleted) {
+// newJob checks one file for an operation — the file may be seen and is ready, the
+// operation takes its format and can run here — and prices the job. f is nil when the
+// organization has no such file. Codes: not_found, environment_mismatch, key_restricted,
+// conflict (file not ready), unsupported_input, processing_unavailable.
+func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, f *File, fileID, param string) (*Job, error) {
+	if f == nil || f.Status == FileDeleted {
 		return nil, &Error{Code: CodeNotFound, Message: "no such file " + fileID, Param: param, Details: map[string]any{"file_id": fileID}}
-	}
-	if err != nil {
-		return nil, err
 	}
 	if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
 		if de := AsError(err); de != nil {
@@ -99,79 +91,142 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, op *Operation, options j
 			return nil, &Error{Code: CodeProcessingUnavailable, Message: fmt.Sprintf("%s needs the %s engine, which is not available on this deployment", op.Name, e)}
 		}
 	}
-	now := s.Clock.Now()
 	j := &Job{ID: NewID(PrefixJob), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID, Environment: f.Environment,
-		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: op.Estimate(f), CreatedAt: now}
+		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: op.Estimate(f),
+		CreatedAt: s.Clock.Now(), Artifacts: []*Artifact{}}
 	if op.Kind == "preset" {
 		j.Preset = op.Name
 	} else {
 		j.Operation = op.Name
 	}
-	return &admission{job: j, op: op}, nil
+	return j, nil
 }
 
-// record admits jobs (and their batch, if any): it checks the key's spend limit, the
-// project's concurrency limit and the balance, then writes the jobs, their job.queued
-// events and their credit reservations as one atomic write (Store.AdmitJobs), the
-// reservation last. Codes: key_spend_limit, concurrency_limit, credits_exhausted,
-// payment_required.
-func (s *Jobs) record(ctx context.Context, p *Principal, projectID string, batch *Batch, jobs []*Job) error {
+// admission is a request to admit op on files, one job each.
+type admission struct {
+	op      *Operation
+	options json.RawMessage
+	fileIDs []string
+	param   func(i int) string // names file i in errors
+	batch   bool               // the jobs form a batch
+	// answer renders the door's answer for what is about to be written; nil for none.
+	answer func(*Batch, []*Job) (*IdempotencyRecord, error)
+}
+
+// admit checks and prices a job per file, then writes them all or nothing — with their
+// batch, their job.queued events, their credit reservations and the request's answer —
+// and queues them. It reads everything it checks in one query; the write enforces the
+// balance and the limits again against every admission written since, so concurrent
+// requests can never overdraw the balance or overshoot a limit. Jobs come back in the
+// order of the files. Codes: those of newJob, invalid_request (files of several
+// projects), concurrency_limit, key_spend_limit, credits_exhausted, payment_required.
+func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, []*Job, error) {
+	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
+		Environment: p.Environment(), FileIDs: req.fileIDs})
+	if err != nil {
+		return nil, nil, err
+	}
+	jobs := make([]*Job, len(req.fileIDs))
+	for i, id := range req.fileIDs {
+		if jobs[i], err = s.newJob(p, req.op, req.options, facts.Files[id], id, req.param(i)); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The work of one request acts on one project: the reservations and the
+	// concurrency limit are the project's.
+	projectID := jobs[0].ProjectID
 	var total int64
-	for _, j := range jobs {
+	for i, j := range jobs {
+		if j.ProjectID != projectID {
+			return nil, nil, &Error{Code: CodeInvalidRequest, Param: req.param(i),
+				Message: "all files of a batch must belong to one project", Details: map[string]any{"file_id": j.FileID}}
+		}
 		total += j.CreditsReserved
 	}
-	if limit := p.Key.SpendLimit; limit > 0 {
-		now := s.Clock.Now()
-		charged, err := s.Store.SumCharged(ctx, p.Key.ID, MonthStart(now))
-		if err != nil {
-			return err
-		}
-		held, err := s.Store.SumReservedOutstanding(ctx, p.Key.ID)
-		if err != nil {
-			return err
-		}
-		if charged+held+total > limit {
-			return &Error{Code: CodeKeySpendLimit, RetryAfter: int(time.Until(MonthStart(now).AddDate(0, 1, 0)).Seconds()) + 1,
-				Message: fmt.Sprintf("this key may spend %d credits a month; %d are spent or held and this needs %d", limit, charged+held, total)}
-		}
-	}
-	facts, err := s.Store.FindAdmissionFacts(ctx, projectID, p.Organization.ID, p.Environment(), s.Config.DefaultConcurrencyLimit)
-	if err != nil {
-		return err
-	}
-	limit := facts.ConcurrencyLimit
+	load := facts.Projects[projectID]
+	limit := load.ConcurrencyLimit
 	if limit == 0 {
 		limit = s.Config.DefaultConcurrencyLimit
 	}
-	if facts.Active >= limit {
-		return &Error{Code: CodeConcurrencyLimit, RetryAfter: 5,
-			Message: fmt.Sprintf("the project has %d jobs queued or running; its limit is %d", facts.Active, limit)}
+	if load.Active >= limit {
+		return nil, nil, concurrencyLimited(limit, load.Active)
 	}
 	acct := facts.Account
-	if acct.Balance == 0 {
-		return &Error{Code: CodeCreditsExhausted, RetryAfter: 3600, Message: "the organization has no credits left in the " + string(p.Environment()) + " environment"}
+	if total > 0 && acct.Balance == 0 {
+		return nil, nil, s.creditsExhausted(p)
 	}
 	if total > acct.Balance {
-		return paymentRequired(total, acct.Balance)
+		return nil, nil, paymentRequired(total, acct.Balance)
 	}
-	a := &Admission{Batch: batch, Jobs: jobs}
+
+	now := s.Clock.Now()
+	var b *Batch
+	if req.batch {
+		b = &Batch{ID: NewID(PrefixBatch), OrganizationID: p.Organization.ID, ProjectID: projectID, Environment: p.Environment(),
+			Operation: jobs[0].Operation, Preset: jobs[0].Preset, Options: req.options, CreditsEstimated: total, CreatedAt: now}
+		for _, j := range jobs {
+			j.BatchID = b.ID
+		}
+	}
+	a := &Admission{AccountID: acct.ID, ProjectID: projectID, APIKeyID: p.Key.ID, Batch: b, Jobs: jobs,
+		ProjectLimit: limit, SpendLimit: p.Key.SpendLimit, SpendSince: MonthStart(now)}
 	for _, j := range jobs {
 		e, err := NewEvent(EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		a.Events = append(a.Events, e)
 		a.Reserve = append(a.Reserve, &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: LedgerReserve, Amount: j.CreditsReserved,
 			JobID: j.ID, APIKeyID: p.Key.ID, ProjectID: j.ProjectID, Description: "reserve for " + j.ID, CreatedAt: j.CreatedAt})
 	}
-	if err := s.Store.AdmitJobs(ctx, a); err != nil {
-		if errors.Is(err, ErrInsufficientCredits) {
-			// Others reserved since the balance was read.
-			return paymentRequired(total, -1)
+	if req.answer != nil {
+		if a.Answer, err = req.answer(b, jobs); err != nil {
+			return nil, nil, err
 		}
+	}
+	switch err := s.Store.AdmitJobs(ctx, a); {
+	case errors.Is(err, ErrInsufficientCredits):
+		// Others reserved since the balance was read.
+		if cur, err := s.Store.FindCreditAccount(ctx, p.Organization.ID, p.Environment()); err == nil && cur.Balance == 0 {
+			return nil, nil, s.creditsExhausted(p)
+		}
+		return nil, nil, paymentRequired(total, -1)
+	case errors.Is(err, ErrConcurrencyLimit):
+		return nil, nil, concurrencyLimited(limit, -1)
+	case errors.Is(err, ErrSpendLimit):
+		return nil, nil, s.spendLimited(ctx, p, total, now)
+	case err != nil:
+		return nil, nil, err
+	}
+	for _, j := range jobs {
+		s.enqueue(ctx, j.ID)
+	}
+	return b, jobs, nil
+}
+
+func concurrencyLimited(limit, active int) *Error {
+	msg := fmt.Sprintf("the project has reached its limit of %d jobs queued or running", limit)
+	if active >= 0 {
+		msg = fmt.Sprintf("the project has %d jobs queued or running; its limit is %d", active, limit)
+	}
+	return &Error{Code: CodeConcurrencyLimit, RetryAfter: 5, Message: msg, Details: map[string]any{"concurrency_limit": limit}}
+}
+
+func (s *Jobs) creditsExhausted(p *Principal) *Error {
+	return &Error{Code: CodeCreditsExhausted, RetryAfter: 3600, Message: "the organization has no credits left in the " + string(p.Environment()) + " environment"}
+}
+
+// spendLimited refuses work that would take a key past its monthly spend limit, saying
+// how much of it is spent or held.
+func (s *Jobs) spendLimited(ctx context.Context, p *Principal, total int64, now time.Time) error {
+	since := MonthStart(now)
+	spent, err := s.Store.SumKeySpend(ctx, p.Key.ID, since)
+	if err != nil {
 		return err
 	}
-	return nil
+	return &Error{Code: CodeKeySpendLimit, RetryAfter: int(time.Until(since.AddDate(0, 1, 0)).Seconds()) + 1,
+		Message: fmt.Sprintf("this key may spend %d credits a month; %d are spent or held and this needs %d", p.Key.SpendLimit, spent, total),
+		Details: map[string]any{"spend_limit": p.Key.SpendLimit, "credits_spent_or_held": spent, "credits_required": total}}
 }
 
 // paymentRequired refuses work the balance cannot cover; balance < 0 when unknown.
@@ -191,8 +246,8 @@ func MonthStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
-// CreateJob admits, prices and queues a job: the job, its credit reservation and its
-// event are written in one transaction, and the task is enqueued after commit.
+// CreateJob admits, prices and queues a job: the job, its credit reservation, its event
+// and the request's answer are written at once, and the task is enqueued after commit.
 // Codes: invalid_request, unsupported_operation, operation_not_allowed, not_found,
 // environment_mismatch, key_restricted, conflict, unsupported_input,
 // processing_unavailable, key_spend_limit, concurrency_limit, credits_exhausted,
@@ -204,6 +259,9 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 	if req.FileID == "" {
 		return nil, InvalidParam("file_id", "file_id is required")
 	}
+	if !ValidID(PrefixFile, req.FileID) {
+		return nil, InvalidParam("file_id", "file_id must be a file_ id")
+	}
 	op, err := resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
 		return nil, err
@@ -212,17 +270,15 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 	if err != nil {
 		return nil, err
 	}
-	adm, err := s.admit(ctx, p, op, options, req.FileID, "file_id")
+	adm := admission{op: op, options: options, fileIDs: []string{req.FileID}, param: func(int) string { return "file_id" }}
+	if req.Answer != nil {
+		adm.answer = func(_ *Batch, jobs []*Job) (*IdempotencyRecord, error) { return req.Answer(jobs[0]) }
+	}
+	_, jobs, err := s.admit(ctx, p, adm)
 	if err != nil {
 		return nil, err
 	}
-	j := adm.job
-	if err := s.record(ctx, p, j.ProjectID, nil, []*Job{j}); err != nil {
-		return nil, err
-	}
-	s.enqueue(ctx, j.ID)
-	j.Artifacts = []*Artifact{}
-	return j, nil
+	return jobs[0], nil
 }
 
 // enqueue hands a committed job to the queue. A failure is only logged by the caller's

@@ -48,20 +48,47 @@ type WebhookEndpointFilter struct {
 	Page
 }
 
-// AdmissionFacts is what FindAdmissionFacts reads.
-type AdmissionFacts struct {
-	ConcurrencyLimit int // the project's own; 0 when it uses the deployment default
-	Active           int // queued + running, counted up to the limit that applies
-	Account          *CreditAccount
+// AdmissionQuery asks what admitting jobs on some files depends on.
+type AdmissionQuery struct {
+	OrganizationID string
+	Environment    Environment // the credit account's: the principal's
+	FileIDs        []string
 }
 
-// Admission is work admitted at once: a batch (or nil), its jobs, their job.queued events
-// and one reserve ledger entry per job that costs credits, all of one account.
+// ProjectLoad is a project's concurrency limit and its jobs queued or running.
+type ProjectLoad struct {
+	ConcurrencyLimit int // the project's own; 0 when the deployment default applies
+	Active           int
+}
+
+// AdmissionFacts is what FindAdmissionFacts reads.
+type AdmissionFacts struct {
+	Files    map[string]*File       // the organization's files among those asked for, by id
+	Projects map[string]ProjectLoad // the load of those files' projects, by project id
+	Account  *CreditAccount
+}
+
+// Admission is work admitted at once into one project for one key: a batch (or nil), its
+// jobs, their job.queued events, one reserve ledger entry per job that costs credits, and
+// the answer to the request that asked for it, to be stored with it (or nil).
+//
+// Its write enforces the limits, against every admission written before it, whatever
+// process wrote it: the account's balance covers the reservations; when ProjectLimit > 0
+// the project had fewer than ProjectLimit jobs queued or running before it; when
+// SpendLimit > 0 the key's credits charged since SpendSince plus those it holds reserved,
+// this admission's included, stay within SpendLimit.
 type Admission struct {
-	Batch   *Batch
-	Jobs    []*Job
-	Events  []*Event
-	Reserve []*LedgerEntry
+	AccountID    string
+	ProjectID    string
+	APIKeyID     string
+	Batch        *Batch
+	Jobs         []*Job
+	Events       []*Event
+	Reserve      []*LedgerEntry
+	Answer       *IdempotencyRecord
+	ProjectLimit int
+	SpendLimit   int64
+	SpendSince   time.Time
 }
 
 // Store is the metadata store. Find methods return ErrNotFound for a missing row.
@@ -98,22 +125,18 @@ type Store interface {
 	// returns ErrInsufficientCredits; a charge or release larger than what is reserved
 	// returns ErrLedgerMismatch.
 	ApplyLedgerEntry(ctx context.Context, e *LedgerEntry) error
-	// FindAdmissionFacts reads, in one round trip, what admitting jobs into a project
-	// checks: the project's concurrency limit (0: defaultLimit applies), its queued and
-	// running jobs counted up to that limit, and the environment's credit account.
-	// ErrNotFound when the project or the account does not exist.
-	FindAdmissionFacts(ctx context.Context, projectID, orgID string, env Environment, defaultLimit int) (*AdmissionFacts, error)
-	// AdmitJobs writes an admission all or nothing, the reservation last: the optional
-	// batch, the jobs, their events and ledger entries, then the account's balance moved
-	// to reserved. ErrInsufficientCredits when the balance no longer covers it; then
-	// nothing is written.
+	// FindAdmissionFacts reads, in one round trip, what admitting jobs on files checks:
+	// the files (of the organization only), the load of their projects and the credit
+	// account of the environment, which it creates on first use.
+	FindAdmissionFacts(ctx context.Context, q AdmissionQuery) (*AdmissionFacts, error)
+	// AdmitJobs writes an admission all or nothing: the optional batch, the jobs, their
+	// events and ledger entries, the answer, and the account's balance moved to reserved,
+	// enforcing the admission's limits. ErrInsufficientCredits, ErrConcurrencyLimit or
+	// ErrSpendLimit when a limit refuses it; then nothing is written.
 	AdmitJobs(ctx context.Context, a *Admission) error
-	// SumCharged returns the credits charged (charge entries) for a key since a moment,
-	// for spend limits.
-	SumCharged(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
-	// SumReservedOutstanding returns what a key holds reserved now (reserve minus
-	// release minus charge on its jobs), for spend limits.
-	SumReservedOutstanding(ctx context.Context, apiKeyID string) (int64, error)
+	// SumKeySpend returns a key's credits charged since a moment plus those its queued
+	// and running jobs hold reserved: what its spend limit counts.
+	SumKeySpend(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
 
 	// ClaimIdempotencyKey inserts rec as in progress. When a record with the same
 	// (organization, endpoint, key) exists and has not expired, it returns that record and
@@ -171,9 +194,9 @@ type Store interface {
 
 	FindBatchByID(ctx context.Context, id string) (*Batch, error)
 
-	// SumProjectCredits returns what a project holds reserved on an account now and
-	// what it was charged since a moment.
-	SumProjectCredits(ctx context.Context, accountID, projectID string, since time.Time) (reserved, used int64, err error)
+	// SumProjectCredits returns what a project's queued and running jobs of one
+	// environment hold reserved now, and what it was charged on an account since a moment.
+	SumProjectCredits(ctx context.Context, accountID, projectID string, env Environment, since time.Time) (reserved, used int64, err error)
 	// SumStoredFiles returns the bytes of a project's stored files (ready or rejected)
 	// and their artifacts in one environment, and how many such files there are.
 	SumStoredFiles(ctx context.Context, projectID string, env Environment) (bytes int64, files int, err error)

@@ -61,7 +61,7 @@ func (s *Usage) GetUsage(ctx context.Context, p *Principal, projectID string) (*
 		return nil, err
 	}
 	v.Credits.Balance = acct.Balance
-	if v.Credits.Reserved, v.Credits.Used, err = s.Store.SumProjectCredits(ctx, acct.ID, prj.ID, v.Period.Start); err != nil {
+	if v.Credits.Reserved, v.Credits.Used, err = s.Store.SumProjectCredits(ctx, acct.ID, prj.ID, env, v.Period.Start); err != nil {
 		return nil, err
 	}
 	if v.Storage.Bytes, v.Storage.Files, err = s.Store.SumStoredFiles(ctx, prj.ID, env); err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -57,6 +58,8 @@ func (s *Server) withIdempotency(next http.Handler) http.Handler {
 			replay(w, r, existing, rec.Fingerprint)
 			return
 		}
+		ir := &idempotentRequest{rec: rec}
+		r = r.WithContext(context.WithValue(r.Context(), ctxIdempotency, ir))
 		buf := &bufferedResponse{header: http.Header{}, status: 0}
 		completed := false
 		defer func() {
@@ -69,10 +72,13 @@ func (s *Server) withIdempotency(next http.Handler) http.Handler {
 		if buf.status == 0 {
 			buf.status = http.StatusOK
 		}
-		if buf.status >= 500 {
+		switch {
+		case ir.answer != nil && buf.status == ir.answer.ResponseStatus:
+			// Stored by the write of the effect itself (see answer).
+		case buf.status >= 500:
 			// 5xx answers are not stored: the same key may be retried.
 			_ = detached(r, func(ctx context.Context) error { return s.svc.Store.ReleaseIdempotencyKey(ctx, rec.ID) })
-		} else {
+		default:
 			rec.State = domain.IdempotencyDone
 			rec.ResponseStatus = buf.status
 			rec.ResponseBody = buf.body.Bytes()
@@ -110,8 +116,54 @@ func replay(w http.ResponseWriter, r *http.Request, rec *domain.IdempotencyRecor
 		w.Header().Set(k, v)
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
+	writeRecord(w, rec)
+}
+
+// writeRecord sends a stored answer.
+func writeRecord(w http.ResponseWriter, rec *domain.IdempotencyRecord) {
+	for k, v := range rec.ResponseHeaders {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(rec.ResponseBody)))
 	w.WriteHeader(rec.ResponseStatus)
 	_, _ = w.Write(rec.ResponseBody)
+}
+
+// idempotentRequest is the idempotency state of a request, in its context.
+type idempotentRequest struct {
+	rec    *domain.IdempotencyRecord
+	answer *domain.IdempotencyRecord // the answer a handler had stored by its effect's write
+}
+
+// answer renders v as the request's answer with status, byte for byte as writeJSON sends
+// it, for a domain write to store together with the effect it answers (JobRequest.Answer):
+// then no crash between the effect and its answer can leave the key free for a retry to
+// repeat the effect. Outside the idempotency layer it returns nil: nothing to store.
+func answer(r *http.Request, status int, v any) (*domain.IdempotencyRecord, error) {
+	ir, _ := r.Context().Value(ctxIdempotency).(*idempotentRequest)
+	if ir == nil {
+		return nil, nil
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	rec := *ir.rec
+	rec.State, rec.ResponseStatus = domain.IdempotencyDone, status
+	rec.ResponseHeaders = map[string]string{"Content-Type": "application/json"}
+	rec.ResponseBody = append(body, '\n')
+	ir.answer = &rec
+	return &rec, nil
+}
+
+// writeAnswer sends v with status: the answer stored with the effect when the handler
+// made one, so the first response and every replay are the same bytes.
+func writeAnswer(w http.ResponseWriter, r *http.Request, status int, v any) {
+	if ir, _ := r.Context().Value(ctxIdempotency).(*idempotentRequest); ir != nil && ir.answer != nil && ir.answer.ResponseStatus == status {
+		writeRecord(w, ir.answer)
+		return
+	}
+	writeJSON(w, status, v)
 }
 
 func validIdempotencyKey(key string) error {

@@ -35,16 +35,15 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *domain.Pri
 		writeError(w, r, err)
 		return
 	}
-	if req.FileID != "" && !domain.ValidID(domain.PrefixFile, req.FileID) {
-		writeError(w, r, domain.InvalidParam("file_id", "file_id must be a file_ id"))
-		return
-	}
-	j, err := s.svc.Jobs.CreateJob(r.Context(), p, domain.JobRequest{FileID: req.FileID, Operation: req.Operation, Preset: req.Preset, Options: req.Options})
+	j, err := s.svc.Jobs.CreateJob(r.Context(), p, domain.JobRequest{FileID: req.FileID, Operation: req.Operation, Preset: req.Preset, Options: req.Options,
+		Answer: func(j *domain.Job) (*domain.IdempotencyRecord, error) {
+			return answer(r, http.StatusAccepted, j.View())
+		}})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, j.View())
+	writeAnswer(w, r, http.StatusAccepted, j.View())
 }
 
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -75,17 +74,25 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p *domain.P
 		writeError(w, r, err)
 		return
 	}
-	b, jobs, err := s.svc.Jobs.CreateBatch(r.Context(), p, domain.BatchRequest{FileIDs: req.FileIDs, Operation: req.Operation, Preset: req.Preset, Options: req.Options})
+	b, jobs, err := s.svc.Jobs.CreateBatch(r.Context(), p, domain.BatchRequest{FileIDs: req.FileIDs, Operation: req.Operation, Preset: req.Preset, Options: req.Options,
+		Answer: func(b *domain.Batch, jobs []*domain.Job) (*domain.IdempotencyRecord, error) {
+			return answer(r, http.StatusAccepted, newBatchView(b, jobs))
+		}})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	// Members are listed newest first by the store; here they come in request order.
+	writeAnswer(w, r, http.StatusAccepted, newBatchView(b, jobs))
+}
+
+// newBatchView shows a batch just created from its members in request order (a batch's
+// view takes them newest first, as the store lists them).
+func newBatchView(b *domain.Batch, jobs []*domain.Job) domain.BatchView {
 	rev := make([]*domain.Job, len(jobs))
 	for i, j := range jobs {
 		rev[len(jobs)-1-i] = j
 	}
-	writeJSON(w, http.StatusAccepted, b.View(rev))
+	return b.View(rev)
 }
 
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request, p *domain.Principal) {

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -306,6 +307,101 @@ func TestConcurrentAdmissionsAgainstBalance(t *testing.T) {
 	jobs, _, err := b.store.FindJobs(ctx, domain.JobFilter{Scope: domain.Scope{OrganizationID: org.Organization.ID}, Environment: domain.EnvLive, Page: domain.Page{Limit: 100}})
 	require.NoError(t, err)
 	require.Len(t, jobs, 100) // one page of the 150
+}
+
+// TestJobLimitsUnderConcurrency fires concurrent creations at a project's concurrency
+// limit and at a key's spend limit: exactly what the limit allows is admitted.
+func TestJobLimitsUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{cfg: func(c *domain.Config) { c.DefaultRateLimit = 10000 }})
+	ctx := context.Background()
+	org, err := b.svc.Organizations.Bootstrap(ctx, "limits", "p", 1000)
+	require.NoError(t, err)
+	fire := func(key, file string, n int) map[int]int {
+		t.Helper()
+		statuses := make([]response, n)
+		var wg sync.WaitGroup
+		for i := range statuses {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				statuses[i] = b.createJob(key, map[string]any{"file_id": file, "operation": "inspect"})
+			}(i)
+		}
+		wg.Wait()
+		counts := map[int]int{}
+		for _, r := range statuses {
+			counts[r.status]++
+			if r.status == http.StatusTooManyRequests {
+				require.NotEmpty(t, r.header.Get("Retry-After"))
+			}
+		}
+		return counts
+	}
+
+	t.Run("ConcurrencyLimit", func(t *testing.T) {
+		require.NoError(t, b.svc.Organizations.SetConcurrencyLimit(ctx, org.Project.ID, 5))
+		f := b.readyFile(org.LiveSecret, "c.pdf", []byte(minimalPDF))
+		counts := fire(org.LiveSecret, f, 40)
+		require.Equal(t, map[int]int{202: 5, 429: 35}, counts)
+		// The test environment has its own count.
+		tf := b.readyFile(org.TestSecret, "t.pdf", []byte(minimalPDF))
+		require.Equal(t, 202, b.createJob(org.TestSecret, map[string]any{"file_id": tf, "operation": "inspect"}).status)
+	})
+	t.Run("KeySpendLimit", func(t *testing.T) {
+		prj, err := b.svc.Organizations.CreateProject(ctx, org.Organization.ID, "spend")
+		require.NoError(t, err)
+		_, key, err := b.svc.Keys.CreateKey(ctx, domain.NewKey{OrganizationID: org.Organization.ID, ProjectID: prj.ID,
+			Environment: domain.EnvLive, SpendLimit: 3})
+		require.NoError(t, err)
+		f := b.readyFile(key, "s.pdf", []byte(minimalPDF))
+		counts := fire(key, f, 30)
+		require.Equal(t, map[int]int{202: 3, 429: 27}, counts)
+		r := b.createJob(key, map[string]any{"file_id": f, "operation": "inspect"})
+		require.Equal(t, domain.CodeKeySpendLimit, r.errorCode(t))
+		details := r.json(t)["error"].(map[string]any)["details"].(map[string]any)
+		require.EqualValues(t, 3, details["credits_spent_or_held"])
+	})
+}
+
+// unfinishable is the real store, except that an answer can never be stored on its own:
+// as if the process died between a request's effect and storing its answer.
+type unfinishable struct{ domain.Store }
+
+func (unfinishable) FinishIdempotencyKey(context.Context, *domain.IdempotencyRecord) error {
+	return errors.New("the process died here")
+}
+
+// TestJobAnswerIsStoredWithTheJob: the answer to POST /v1/jobs is written with the job
+// itself, so a retry replays it even when nothing could be stored after the job.
+func TestJobAnswerIsStoredWithTheJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{store: func(s domain.Store) domain.Store { return unfinishable{s} }})
+	f := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+	body := map[string]any{"file_id": f, "operation": "inspect"}
+	first := b.do(req{method: "POST", path: "/v1/jobs", key: b.liveA, idem: "job-1", body: body})
+	require.Equal(t, 202, first.status, string(first.body))
+	again := b.do(req{method: "POST", path: "/v1/jobs", key: b.liveA, idem: "job-1", body: body})
+	require.Equal(t, 202, again.status, string(again.body))
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, string(first.body), string(again.body))
+	list := b.do(req{method: "GET", path: "/v1/jobs", key: b.liveA}).json(t)["data"].([]any)
+	require.Len(t, list, 1, "one job for the two requests")
+
+	// The same for a batch.
+	f2 := b.readyFile(b.liveA, "b.pdf", []byte(minimalPDF+" "))
+	batch := map[string]any{"file_ids": []string{f, f2}, "operation": "inspect"}
+	first = b.do(req{method: "POST", path: "/v1/batches", key: b.liveA, idem: "batch-1", body: batch})
+	require.Equal(t, 202, first.status, string(first.body))
+	again = b.do(req{method: "POST", path: "/v1/batches", key: b.liveA, idem: "batch-1", body: batch})
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, string(first.body), string(again.body))
+
+	// An endpoint whose answer is stored on its own shows what the fault does there.
+	w := b.do(req{method: "POST", path: "/v1/webhook-endpoints", key: b.liveA, idem: "hook-1", body: webhookBody("https://example.com/h")})
+	require.Equal(t, 201, w.status)
+	w = b.do(req{method: "POST", path: "/v1/webhook-endpoints", key: b.liveA, idem: "hook-1", body: webhookBody("https://example.com/h")})
+	require.Equal(t, http.StatusConflict, w.status, "its answer was never stored: still in progress")
 }
 
 func TestBatches(t *testing.T) {

@@ -20,6 +20,7 @@ const (
 	ctxRequestID ctxKey = iota
 	ctxPrincipal
 	ctxLogger
+	ctxIdempotency
 )
 
 func requestIDFrom(ctx context.Context) string {

@@ -52,6 +52,8 @@ type setupOpts struct {
 	clock   domain.Clock // the services' clock; nil is the system clock
 	// engine, when set, wraps the real inspect engine (to inject a fault).
 	engine func(domain.Engine) domain.Engine
+	// store, when set, wraps the real store the services use (to inject a fault).
+	store func(domain.Store) domain.Store
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -82,7 +84,11 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.engine != nil {
 		engine = o.engine(engine)
 	}
-	svc = domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
+	var svcStore domain.Store = store
+	if o.store != nil {
+		svcStore = o.store(store)
+	}
+	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
 		Engines: map[string]domain.Engine{"inspect": engine}})
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())

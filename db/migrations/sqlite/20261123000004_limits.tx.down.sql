@@ -1,0 +1,9 @@
+DROP INDEX IF EXISTS ix_jobs_queued_created_at;
+--bun:split
+CREATE INDEX ix_jobs_state_created_at ON jobs (state, created_at);
+--bun:split
+CREATE INDEX ix_jobs_project_id_state ON jobs (project_id, state);
+--bun:split
+DROP INDEX IF EXISTS ix_jobs_project_id_active;
+--bun:split
+DROP INDEX IF EXISTS ix_jobs_api_key_id_active;
