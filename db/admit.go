@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -110,22 +109,8 @@ func (s *Store) FindAdmissionFacts(ctx context.Context, q domain.AdmissionQuery)
 	return facts, nil
 }
 
-// activeJobsExpr counts a project's queued and running jobs in one environment (the
-// environment's credit account orders its admissions). On PostgreSQL it is a
-// volatile function, which takes a snapshot of its own: evaluated after a write has
-// locked the credit account, it sees every admission committed before that lock was
-// granted, which the statement's own snapshot, taken when it started, does not.
-func (s *Store) activeJobsExpr(projectID string, env domain.Environment) (string, []any) {
-	if s.dialect == DialectPostgres {
-		return "filemill_active_jobs(?, ?)", []any{projectID, string(env)}
-	}
-	return "(SELECT count(*) FROM jobs WHERE project_id = ? AND environment = ? AND state IN (" + activeStates + "))",
-		[]any{projectID, string(env)}
-}
-
 // keySpendExpr sums what a key's spend limit counts: credits charged since a moment plus
-// those its queued and running jobs hold. A volatile function on PostgreSQL, as
-// activeJobsExpr.
+// those its queued and running jobs hold.
 func (s *Store) keySpendExpr(apiKeyID string, since time.Time) (string, []any) {
 	if s.dialect == DialectPostgres {
 		return "filemill_key_spend(?, ?)", []any{apiKeyID, since}
@@ -165,15 +150,16 @@ func (s *Store) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 // refuses all of it; admissionQueue then writes them one by one.
 func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) error {
 	var (
-		w        atomicWrite
-		batches  []*domain.Batch
-		jobs     []*domain.Job
-		events   []*domain.Event
-		entries  []*domain.LedgerEntry
+		batches  = []*domain.Batch{}
+		jobs     = []*domain.Job{}
+		events   = []*domain.Event{}
+		entries  = []*domain.LedgerEntry{}
+		answers  = []*idempotencyAnswer{}
 		sum      int64
 		projects = map[string]*projectAllowance{}
-		keys     = map[string]*spendAllowance{}
+		keys     = map[string]*spendLimit{}
 		order    []string
+		w        atomicWrite
 	)
 	acct := as[0].AccountID
 	for _, a := range as {
@@ -185,12 +171,12 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		}
 		if a.Batch != nil {
 			b := *a.Batch
-			b.Options = jsonOrNull(b.Options)
+			b.Options = jsonObject(b.Options)
 			batches = append(batches, &b)
 		}
 		for _, j := range a.Jobs {
 			row := *j
-			row.Options = jsonOrNull(row.Options)
+			row.Options = jsonObject(row.Options)
 			jobs = append(jobs, &row)
 		}
 		events = append(events, eventRows(a.Events)...)
@@ -200,7 +186,7 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		}
 		entries, sum = append(entries, moved...), sum+n
 		if a.Answer != nil {
-			w.updates = append(w.updates, finishIdempotency(a.Answer))
+			answers = append(answers, answerOf(a.Answer))
 		}
 		if a.ProjectLimit > 0 {
 			pa, ok := projects[a.ProjectID]
@@ -212,36 +198,26 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 			pa.limit, pa.last = min(pa.limit, a.ProjectLimit), len(a.Jobs)
 		}
 		if a.SpendLimit > 0 {
-			ka, ok := keys[a.APIKeyID]
-			if !ok {
-				ka = &spendAllowance{limit: a.SpendLimit, since: a.SpendSince}
-				keys[a.APIKeyID] = ka
+			if kl, ok := keys[a.APIKeyID]; ok {
+				kl.Allowed = min(kl.Allowed, a.SpendLimit)
+			} else {
+				keys[a.APIKeyID] = &spendLimit{APIKeyID: a.APIKeyID, Since: a.SpendSince, Allowed: a.SpendLimit}
 			}
-			ka.limit = min(ka.limit, a.SpendLimit)
 		}
 	}
-	for _, rows := range []any{&batches, &jobs, &events, &entries} {
-		if reflect.ValueOf(rows).Elem().Len() > 0 {
-			w.inserts = append(w.inserts, rows)
-		}
-	}
-	// Always run, even for free work: its row lock is what orders admissions on the
-	// account, across processes, for the limit checks after it.
-	w.guard = func(idb bun.IDB) *bun.UpdateQuery {
-		return idb.NewUpdate().Model((*domain.CreditAccount)(nil)).
-			Set("balance = balance - ?", sum).Set("reserved = reserved + ?", sum).
-			Where("id = ?", acct).Where("balance >= ?", sum)
-	}
+	// Always the same tables, empty or not, so every admission is one prepared statement.
+	w.inserts = []any{&batches, &jobs, &events, &entries, &answers}
+	// Reserved even for free work: its row lock is what orders admissions on the account,
+	// across processes, for the limit checks after it.
+	w.reserve = &creditReservation{account: acct, amount: sum}
 	// The project's jobs admitted before the last admission into it must have left room
 	// under its limit: those now active minus that admission's own.
 	for _, id := range order {
 		pa := projects[id]
-		expr, args := s.activeJobsExpr(id, pa.env)
-		w.checks = append(w.checks, writeCheck{expr: expr + " <= ?", args: append(args, pa.limit-1+pa.last), err: domain.ErrConcurrencyLimit})
+		w.projectLimits = append(w.projectLimits, projectLimit{ProjectID: id, Environment: string(pa.env), Allowed: pa.limit - 1 + pa.last})
 	}
-	for id, ka := range keys {
-		expr, args := s.keySpendExpr(id, ka.since)
-		w.checks = append(w.checks, writeCheck{expr: expr + " <= ?", args: append(args, ka.limit), err: domain.ErrSpendLimit})
+	for _, kl := range keys {
+		w.spendLimits = append(w.spendLimits, *kl)
 	}
 	err := s.writeAtOnce(ctx, w)
 	if errors.Is(err, errGuardFailed) {
@@ -253,11 +229,6 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 type projectAllowance struct {
 	limit, last int
 	env         domain.Environment
-}
-
-type spendAllowance struct {
-	limit int64
-	since time.Time
 }
 
 func eventRows(events []*domain.Event) []*domain.Event {
@@ -359,150 +330,4 @@ func (q *admissionQueue) writeGroup(ctx context.Context, group []*pendingAdmissi
 		p.err = err
 		close(p.done)
 	}
-}
-
-// errGuardFailed reports that writeAtOnce's guard changed no row, so nothing was written.
-var errGuardFailed = errors.New("guard changed no row")
-
-// Messages filemill_assert raises for a guard that changed no row and for check i
-// (checkFailed + i) that did not hold.
-const (
-	guardFailed = "filemill_guard_failed"
-	checkFailed = "filemill_check_failed:"
-)
-
-// atomicWrite is written all or nothing by writeAtOnce.
-type atomicWrite struct {
-	inserts []any                            // pointers to models or to slices of models
-	updates []func(bun.IDB) *bun.UpdateQuery // each may change no row
-	guard   func(bun.IDB) *bun.UpdateQuery   // must change a row, after the inserts and updates
-	checks  []writeCheck                     // must hold after the guard
-}
-
-// writeCheck is a boolean SQL expression that must hold once the guard has run; err
-// reports that it did not.
-type writeCheck struct {
-	expr string
-	args []any
-	err  error
-}
-
-// writeAtOnce applies w all or nothing. On PostgreSQL it is a single statement of
-// data-modifying CTEs — one round trip, atomic even outside a transaction — ending in a
-// SELECT that aborts it through filemill_assert when the guard changed no row or a check
-// does not hold, so the guard's row lock lasts only while that statement commits.
-// Elsewhere (SQLite, whose writes are serial anyway) the same statements run in a
-// transaction. errGuardFailed when the guard changed no row; a check's err when it did
-// not hold.
-func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
-	if s.dialect != DialectPostgres {
-		return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			for _, r := range w.inserts {
-				if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
-					return wrapInsert(err)
-				}
-			}
-			for _, u := range w.updates {
-				if _, err := u(tx).Exec(ctx); err != nil {
-					return fmt.Errorf("write: %w", err)
-				}
-			}
-			if w.guard != nil {
-				n, err := affected(w.guard(tx).Exec(ctx))
-				if err != nil {
-					return fmt.Errorf("write: %w", err)
-				}
-				if n == 0 {
-					return errGuardFailed
-				}
-			}
-			for _, c := range w.checks {
-				var ok bool
-				if err := tx.NewRaw("SELECT CASE WHEN "+c.expr+" THEN 1 ELSE 0 END", c.args...).Scan(ctx, &ok); err != nil {
-					return fmt.Errorf("write: %w", err)
-				}
-				if !ok {
-					return c.err
-				}
-			}
-			return nil
-		})
-	}
-	idb := s.w()
-	var ctes, inserted, updated []string
-	var args []any
-	want := 0
-	for i, r := range w.inserts {
-		name := fmt.Sprintf("w%d", i)
-		ctes = append(ctes, name+" AS (?)")
-		args = append(args, idb.NewInsert().Model(r).Returning("1"))
-		inserted = append(inserted, "SELECT 1 FROM "+name)
-		if v := reflect.ValueOf(r).Elem(); v.Kind() == reflect.Slice {
-			want += v.Len()
-		} else {
-			want++
-		}
-	}
-	for i, u := range w.updates {
-		name := fmt.Sprintf("u%d", i)
-		ctes = append(ctes, name+" AS (?)")
-		args = append(args, u(idb).Returning("1"))
-		updated = append(updated, "SELECT 1 FROM "+name)
-	}
-	final := "SELECT true"
-	if w.guard != nil {
-		// The guard reads what the others wrote, so they run before it: PostgreSQL runs
-		// an unread data-modifying CTE only after the main query, which would hold the
-		// guard's row lock through every insert.
-		q := w.guard(idb)
-		if len(inserted) > 0 {
-			q = q.Where("(SELECT count(*) FROM ("+strings.Join(inserted, " UNION ALL ")+") AS inserted) = ?", want)
-		}
-		if len(updated) > 0 {
-			q = q.Where("(SELECT count(*) FROM (" + strings.Join(updated, " UNION ALL ") + ") AS updated) >= 0")
-		}
-		ctes = append(ctes, "guarded AS (?)")
-		args = append(args, q.Returning("1"))
-		// CASE takes its branches in order: the checks run after the guard has locked
-		// its row, and only when it changed one.
-		var b strings.Builder
-		b.WriteString("SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM guarded) THEN filemill_assert(false, ?)")
-		args = append(args, guardFailed)
-		for i, c := range w.checks {
-			b.WriteString(" WHEN NOT (" + c.expr + ") THEN filemill_assert(false, ?)")
-			args = append(args, c.args...)
-			args = append(args, fmt.Sprintf("%s%d", checkFailed, i))
-		}
-		b.WriteString(" ELSE true END")
-		final = b.String()
-	} else if len(w.checks) > 0 {
-		return errors.New("write: checks need a guard to order them")
-	}
-	if len(ctes) == 0 {
-		return nil
-	}
-	_, err := idb.NewRaw("WITH "+strings.Join(ctes, ", ")+" "+final, args...).Exec(ctx)
-	var pe pgdriver.Error
-	if errors.As(err, &pe) && pe.Field('C') == "P0001" {
-		msg := pe.Field('M')
-		if msg == guardFailed {
-			return errGuardFailed
-		}
-		var i int
-		if _, scanErr := fmt.Sscanf(strings.TrimPrefix(msg, checkFailed), "%d", &i); strings.HasPrefix(msg, checkFailed) && scanErr == nil && i < len(w.checks) {
-			return w.checks[i].err
-		}
-	}
-	return wrapInsert(err)
-}
-
-// wrapInsert marks a unique violation as domain.ErrDuplicate.
-func wrapInsert(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case isUniqueViolation(err):
-		return fmt.Errorf("write: %w: %w", domain.ErrDuplicate, err)
-	}
-	return fmt.Errorf("write: %w", err)
 }

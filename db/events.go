@@ -74,6 +74,14 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, id string, at time.Ti
 }
 
 // jsonOrNull stores absent JSON as JSON null, for NOT NULL json columns.
+// jsonObject is m, or an empty object for none: options are an object by contract.
+func jsonObject(m json.RawMessage) json.RawMessage {
+	if len(m) == 0 || string(m) == "null" {
+		return json.RawMessage("{}")
+	}
+	return m
+}
+
 func jsonOrNull(m json.RawMessage) json.RawMessage {
 	if len(m) == 0 {
 		return json.RawMessage("null")

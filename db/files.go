@@ -18,8 +18,8 @@ func (s *Store) CreateUpload(ctx context.Context, u *domain.Upload) error {
 // OpenUpload writes a new file, its upload session and the upload.opened event as one
 // write (see writeAtOnce).
 func (s *Store) OpenUpload(ctx context.Context, f *domain.File, u *domain.Upload, e *domain.Event) error {
-	events := eventRows([]*domain.Event{e})
-	return s.writeAtOnce(ctx, atomicWrite{inserts: []any{f, u, &events}})
+	files, uploads, events := []*domain.File{f}, []*domain.Upload{u}, eventRows([]*domain.Event{e})
+	return s.writeAtOnce(ctx, atomicWrite{inserts: []any{&files, &uploads, &events}})
 }
 
 // FindUploadByID returns the upload session, or domain.ErrNotFound.

@@ -159,9 +159,10 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 	return nil
 }
 
-func orEmpty(s []string) []string {
+// orEmpty makes a nil slice an empty one, which JSON writes as [] rather than null.
+func orEmpty[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

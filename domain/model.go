@@ -119,16 +119,17 @@ const (
 
 // IdempotencyRecord remembers the answer to a mutating request, scoped to
 // (organization, endpoint, key), so a replay gets the same answer and no new effect.
+// The claim and its answer are stored apart: State and the response are the answer's.
 type IdempotencyRecord struct {
 	ID              string            `bun:"id,pk"`
 	OrganizationID  string            `bun:"organization_id,notnull"`
 	Endpoint        string            `bun:"endpoint,notnull"`
 	Key             string            `bun:"key,notnull"`
 	Fingerprint     string            `bun:"fingerprint,notnull"`
-	State           string            `bun:"state,notnull"`
-	ResponseStatus  int               `bun:"response_status,notnull"`
-	ResponseHeaders map[string]string `bun:"response_headers,type:jsonb"`
-	ResponseBody    []byte            `bun:"response_body"`
+	State           string            `bun:"-"`
+	ResponseStatus  int               `bun:"-"`
+	ResponseHeaders map[string]string `bun:"-"`
+	ResponseBody    []byte            `bun:"-"`
 	CreatedAt       time.Time         `bun:"created_at,notnull"`
 	ExpiresAt       time.Time         `bun:"expires_at,notnull"`
 }

@@ -1,0 +1,367 @@
+package db
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// atomicWrite is written all or nothing by writeAtOnce.
+type atomicWrite struct {
+	// inserts are pointers to slices of models, one table each; an empty slice writes
+	// nothing.
+	inserts []any
+	// reserve, when set, moves credits from an account's balance to reserved after the
+	// inserts, and refuses the write (errGuardFailed) when the balance is short. Its lock
+	// on the account row orders the writes on that account, for the checks after it.
+	reserve *creditReservation
+	// The limits hold after the reservation, counting everything committed before its
+	// lock was granted (domain.ErrConcurrencyLimit, domain.ErrSpendLimit otherwise).
+	projectLimits []projectLimit
+	spendLimits   []spendLimit
+}
+
+type creditReservation struct {
+	account string
+	amount  int64
+}
+
+// projectLimit: the project's queued and running jobs in one environment, at most Allowed.
+type projectLimit struct {
+	ProjectID   string `json:"project_id"`
+	Environment string `json:"environment"`
+	Allowed     int    `json:"allowed"`
+}
+
+// spendLimit: the key's credits charged since Since plus those it holds, at most Allowed.
+type spendLimit struct {
+	APIKeyID string    `json:"api_key_id"`
+	Since    time.Time `json:"since"`
+	Allowed  int64     `json:"allowed"`
+}
+
+// errGuardFailed reports that the reservation found the balance short: nothing was written.
+var errGuardFailed = errors.New("balance short of the reservation")
+
+// Messages filemill_assert raises when the reservation or a limit refuses a write.
+const (
+	guardFailed        = "filemill_guard_failed"
+	concurrencyFailed  = "filemill_limit_failed:concurrency"
+	spendFailed        = "filemill_limit_failed:spend"
+	postgresRaiseError = "P0001"
+)
+
+// writeAtOnce applies w all or nothing.
+//
+// On PostgreSQL it is one statement of data-modifying CTEs, each inserting the rows of a
+// table from a JSON parameter (jsonb_populate_recordset), then the reservation, then the
+// limit checks, aborted through filemill_assert when any refuses. Its text depends only on
+// which tables it writes, so it is a prepared statement, parsed and planned once per
+// connection, and it has no join whose plan could go stale as tables grow. It is atomic
+// without a transaction round trip, and the account row is locked only while it commits.
+// Elsewhere (SQLite, whose writes are serial anyway) the same writes run in a transaction.
+func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
+	if s.dialect != DialectPostgres {
+		return s.writeInTx(ctx, w)
+	}
+	q, err := s.writeStatement(w)
+	if err != nil {
+		return err
+	}
+	var args []any
+	want := 0
+	for _, rows := range w.inserts {
+		text, n, err := s.rowsJSON(rows)
+		if err != nil {
+			return err
+		}
+		args = append(args, text)
+		want += n
+	}
+	if w.reserve != nil {
+		a := w.reserve.amount
+		projects, err := json.Marshal(orEmpty(w.projectLimits))
+		if err != nil {
+			return err
+		}
+		spends, err := json.Marshal(orEmpty(w.spendLimits))
+		if err != nil {
+			return err
+		}
+		args = append(args, a, a, w.reserve.account, a, want, string(projects), string(spends))
+	} else if len(w.projectLimits)+len(w.spendLimits) > 0 {
+		return errors.New("write: limits need a reservation to order them")
+	}
+	rows, err := s.queryHot(ctx, s.w(), q, args...)
+	if err == nil {
+		for rows.Next() {
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	var pe pgdriver.Error
+	if errors.As(err, &pe) && pe.Field('C') == postgresRaiseError {
+		switch pe.Field('M') {
+		case guardFailed:
+			return errGuardFailed
+		case concurrencyFailed:
+			return domain.ErrConcurrencyLimit
+		case spendFailed:
+			return domain.ErrSpendLimit
+		}
+	}
+	return wrapInsert(err)
+}
+
+// writeStatements caches the statement of each shape of write: the tables it inserts
+// into, and whether it reserves.
+var writeStatements = struct {
+	sync.Mutex
+	m map[string]*hotQuery
+}{m: map[string]*hotQuery{}}
+
+func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
+	var tables []*schema.Table
+	var shape strings.Builder
+	for _, rows := range w.inserts {
+		t, err := s.sliceTable(rows)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
+		shape.WriteString(t.Name + ",")
+	}
+	if w.reserve != nil {
+		shape.WriteString("reserve")
+	}
+	writeStatements.Lock()
+	defer writeStatements.Unlock()
+	if q, ok := writeStatements.m[shape.String()]; ok {
+		return q, nil
+	}
+	var ctes, inserted []string
+	for i, t := range tables {
+		cols := make([]string, len(t.Fields))
+		for j, f := range t.Fields {
+			cols[j] = string(f.SQLName)
+		}
+		list := strings.Join(cols, ", ")
+		name := fmt.Sprintf("i%d", i)
+		ctes = append(ctes, fmt.Sprintf("%s AS (INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, ?) RETURNING 1)",
+			name, t.SQLName, list, list, t.SQLName))
+		inserted = append(inserted, "SELECT 1 FROM "+name)
+	}
+	final := "SELECT true"
+	if w.reserve != nil {
+		// The reservation reads what the inserts wrote, so they run before it: PostgreSQL
+		// runs an unread data-modifying CTE only after the main query, which would hold the
+		// account's row lock through every insert.
+		written := "0"
+		if len(inserted) > 0 {
+			written = "(SELECT count(*) FROM (" + strings.Join(inserted, " UNION ALL ") + ") AS inserted)"
+		}
+		ctes = append(ctes, `reserved AS (UPDATE credit_accounts SET balance = balance - ?, reserved = reserved + ?
+	WHERE id = ? AND balance >= ? AND `+written+` = ? RETURNING 1)`)
+		// CASE takes its branches in order, and the EXISTS subqueries run only when
+		// reached: the limits are counted after the reservation holds the row lock.
+		final = `SELECT CASE
+	WHEN NOT EXISTS (SELECT 1 FROM reserved) THEN filemill_assert(false, '` + guardFailed + `')
+	WHEN EXISTS (SELECT 1 FROM jsonb_to_recordset(?) AS c(project_id text, environment text, allowed bigint)
+		WHERE filemill_active_jobs(c.project_id, c.environment) > c.allowed) THEN filemill_assert(false, '` + concurrencyFailed + `')
+	WHEN EXISTS (SELECT 1 FROM jsonb_to_recordset(?) AS c(api_key_id text, since timestamptz, allowed bigint)
+		WHERE filemill_key_spend(c.api_key_id, c.since) > c.allowed) THEN filemill_assert(false, '` + spendFailed + `')
+	ELSE true END`
+	}
+	if len(ctes) == 0 {
+		return nil, errors.New("write: nothing to write")
+	}
+	q := newHotQuery("WITH " + strings.Join(ctes, ",\n") + "\n" + final)
+	writeStatements.m[shape.String()] = q
+	return q, nil
+}
+
+// writeInTx applies w in a transaction: the SQLite form of writeAtOnce.
+func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
+	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, rows := range w.inserts {
+			if reflect.ValueOf(rows).Elem().Len() == 0 {
+				continue
+			}
+			if _, err := tx.NewInsert().Model(rows).Exec(ctx); err != nil {
+				return wrapInsert(err)
+			}
+		}
+		if w.reserve == nil {
+			return nil
+		}
+		n, err := affected(tx.NewUpdate().Model((*domain.CreditAccount)(nil)).
+			Set("balance = balance - ?", w.reserve.amount).Set("reserved = reserved + ?", w.reserve.amount).
+			Where("id = ?", w.reserve.account).Where("balance >= ?", w.reserve.amount).Exec(ctx))
+		if err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		if n == 0 {
+			return errGuardFailed
+		}
+		for _, l := range w.projectLimits {
+			var active int
+			if err := tx.NewRaw("SELECT count(*) FROM jobs WHERE project_id = ? AND environment = ? AND state IN ("+activeStates+")",
+				l.ProjectID, l.Environment).Scan(ctx, &active); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			if active > l.Allowed {
+				return domain.ErrConcurrencyLimit
+			}
+		}
+		for _, l := range w.spendLimits {
+			expr, args := s.keySpendExpr(l.APIKeyID, l.Since)
+			var spent int64
+			if err := tx.NewRaw("SELECT "+expr, args...).Scan(ctx, &spent); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			if spent > l.Allowed {
+				return domain.ErrSpendLimit
+			}
+		}
+		return nil
+	})
+}
+
+// sliceTable is the table of a pointer to a slice of models.
+func (s *Store) sliceTable(rows any) (*schema.Table, error) {
+	t := reflect.TypeOf(rows)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Slice {
+		return nil, fmt.Errorf("write: %T is not a pointer to a slice of models", rows)
+	}
+	elem := t.Elem().Elem()
+	if elem.Kind() == reflect.Pointer {
+		elem = elem.Elem()
+	}
+	return s.db.Table(elem), nil
+}
+
+// postgresTimeLayout is how bun writes times: microseconds, which PostgreSQL keeps.
+const postgresTimeLayout = "2006-01-02 15:04:05.999999-07:00"
+
+// rowsJSON renders a pointer to a slice of models as the JSON array
+// jsonb_populate_recordset reads: one object per row, keyed by column, with each value
+// in a form the column's type accepts. It returns the text and the number of rows.
+func (s *Store) rowsJSON(rows any) (string, int, error) {
+	t, err := s.sliceTable(rows)
+	if err != nil {
+		return "", 0, err
+	}
+	v := reflect.ValueOf(rows).Elem()
+	b := []byte{'['}
+	for i := range v.Len() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		strct := reflect.Indirect(v.Index(i))
+		b = append(b, '{')
+		for j, f := range t.Fields {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, f.Name) // column names are plain ASCII
+			b = append(b, ':')
+			if b, err = appendColumnJSON(b, f, strct); err != nil {
+				return "", 0, fmt.Errorf("write %s.%s: %w", t.Name, f.Name, err)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	return string(b), v.Len(), nil
+}
+
+var (
+	rawJSONType = reflect.TypeFor[json.RawMessage]()
+	bytesType   = reflect.TypeFor[[]byte]()
+)
+
+func appendColumnJSON(b []byte, f *schema.Field, strct reflect.Value) ([]byte, error) {
+	if f.NullZero && f.HasZeroValue(strct) {
+		return append(b, "null"...), nil
+	}
+	v := f.Value(strct)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return append(b, "null"...), nil
+		}
+		v = v.Elem()
+	}
+	switch {
+	case v.Type() == timeType:
+		b = append(b, '"')
+		b = v.Interface().(time.Time).UTC().AppendFormat(b, postgresTimeLayout)
+		return append(b, '"'), nil
+	case v.Type() == rawJSONType:
+		// JSON null would become SQL NULL here, not the JSON null bun writes.
+		if len(v.Bytes()) == 0 || string(v.Bytes()) == "null" {
+			if f.NotNull {
+				return nil, errors.New("empty JSON for a NOT NULL column")
+			}
+			return append(b, "null"...), nil
+		}
+		return append(b, v.Bytes()...), nil
+	case v.Type() == bytesType:
+		if v.IsNil() {
+			return append(b, "null"...), nil
+		}
+		b = append(b, `"\\x`...)
+		b = hex.AppendEncode(b, v.Bytes())
+		return append(b, '"'), nil
+	case f.UserSQLType == "jsonb":
+		if (v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
+			if f.NotNull {
+				return nil, errors.New("nil for a NOT NULL JSON column")
+			}
+			return append(b, "null"...), nil
+		}
+	case v.Kind() == reflect.String:
+		s := v.String()
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, errors.New("NUL byte in a string")
+		}
+		return appendJSONString(b, s), nil
+	case v.CanInt():
+		return strconv.AppendInt(b, v.Int(), 10), nil
+	case v.Kind() == reflect.Bool:
+		return strconv.AppendBool(b, v.Bool()), nil
+	}
+	raw, err := json.Marshal(v.Interface())
+	if err != nil {
+		return nil, err
+	}
+	return append(b, raw...), nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	raw, _ := json.Marshal(s) // a string always marshals
+	return append(b, raw...)
+}
+
+// wrapInsert marks a unique violation as domain.ErrDuplicate.
+func wrapInsert(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isUniqueViolation(err):
+		return fmt.Errorf("write: %w: %w", domain.ErrDuplicate, err)
+	}
+	return fmt.Errorf("write: %w", err)
+}
