@@ -133,7 +133,7 @@ func (s *Store) SumKeySpend(ctx context.Context, apiKeyID string, since time.Tim
 
 // AdmitJobs writes an admission all or nothing, enforcing its limits. Admissions on one
 // credit account that arrive while a write on it is under way are written together by
-// the next write (see admissionQueue); inside a transaction it writes at once.
+// the next write (see newAdmissionBatcher); inside a transaction it writes at once.
 func (s *Store) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 	if a.AccountID == "" {
 		return errors.New("admit jobs: no credit account")
@@ -141,13 +141,15 @@ func (s *Store) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 	if s.tx != nil {
 		return s.writeAdmissions(ctx, []*domain.Admission{a})
 	}
-	return s.admissions.admit(ctx, a)
+	p := &pendingAdmission{a: a}
+	s.admissions.do(ctx, a.AccountID, p)
+	return p.err
 }
 
 // writeAdmissions writes admissions on one credit account as one atomic write: every
 // row, every answer, one move of the balance covering all reservations, and the limits
 // checked after it, against what is committed by then. Whatever refuses the write
-// refuses all of it; admissionQueue then writes them one by one.
+// refuses all of it; writeAdmissionBatch then writes them one by one.
 func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) error {
 	var (
 		batches  = []*domain.Batch{}
@@ -241,93 +243,41 @@ func eventRows(events []*domain.Event) []*domain.Event {
 	return out
 }
 
-// admissionQueue combines admissions on one credit account. Every admission locks the
-// account's row until its commit is on disk, so on their own they would run one at a
-// time, one disk flush each. Instead the first admission on an idle account starts a
-// writer; those arriving while it writes wait, and the writer's next write takes them
-// all, one statement and one flush for the lot. A lone admission is written at once.
-type admissionQueue struct {
-	write func(ctx context.Context, as []*domain.Admission) error
-
-	mu      sync.Mutex
-	waiting map[string][]*pendingAdmission // by account; present while its writer runs
-}
-
+// pendingAdmission is an admission waiting in the store's admission batcher, and then
+// its outcome.
 type pendingAdmission struct {
-	a    *domain.Admission
-	err  error
-	done chan struct{}
+	a   *domain.Admission
+	err error
 }
 
 // maxAdmissionJobs bounds the jobs of one combined write, so its statement stays small.
 const maxAdmissionJobs = 256
 
-// admissionWriteTimeout bounds a combined write: it serves several requests, so none of
-// their contexts can cancel it.
-const admissionWriteTimeout = 30 * time.Second
-
-func newAdmissionQueue(write func(context.Context, []*domain.Admission) error) *admissionQueue {
-	return &admissionQueue{write: write, waiting: map[string][]*pendingAdmission{}}
+// newAdmissionBatcher combines admissions on one credit account (the batcher's key).
+// Every admission locks the account's row until its commit is on disk, so on their own
+// they would run one at a time, one flush each; together they share one statement and
+// one flush.
+func newAdmissionBatcher(write func(context.Context, []*domain.Admission) error) *batcher[*pendingAdmission] {
+	return newBatcher(func(ctx context.Context, batch []*pendingAdmission) { writeAdmissionBatch(ctx, write, batch) },
+		func(p *pendingAdmission) int { return len(p.a.Jobs) }, maxAdmissionJobs)
 }
 
-// admit queues a and waits for its write. Once queued it is written whatever becomes of
-// ctx: the caller learns the outcome either way.
-func (q *admissionQueue) admit(ctx context.Context, a *domain.Admission) error {
-	p := &pendingAdmission{a: a, done: make(chan struct{})}
-	q.mu.Lock()
-	waiting, busy := q.waiting[a.AccountID]
-	q.waiting[a.AccountID] = append(waiting, p)
-	q.mu.Unlock()
-	if !busy {
-		go q.drain(context.WithoutCancel(ctx), a.AccountID)
-	}
-	<-p.done
-	return p.err
-}
-
-// drain writes what waits on an account until nothing does.
-func (q *admissionQueue) drain(ctx context.Context, acct string) {
-	for {
-		q.mu.Lock()
-		waiting := q.waiting[acct]
-		if len(waiting) == 0 {
-			delete(q.waiting, acct)
-			q.mu.Unlock()
-			return
-		}
-		n, jobs := 0, 0
-		for n < len(waiting) && (n == 0 || jobs+len(waiting[n].a.Jobs) <= maxAdmissionJobs) {
-			jobs += len(waiting[n].a.Jobs)
-			n++
-		}
-		group := waiting[:n:n]
-		q.waiting[acct] = waiting[n:]
-		q.mu.Unlock()
-		q.writeGroup(ctx, group)
-	}
-}
-
-// writeGroup writes a group at once; when that is refused (one member short of credits
-// or over a limit), it writes the members one by one, so each gets its own answer.
-func (q *admissionQueue) writeGroup(ctx context.Context, group []*pendingAdmission) {
-	as := make([]*domain.Admission, len(group))
-	for i, p := range group {
+// writeAdmissionBatch writes a batch at once; when that is refused (one member short of
+// credits or over a limit), it writes the members one by one, so each gets its own
+// answer.
+func writeAdmissionBatch(ctx context.Context, write func(context.Context, []*domain.Admission) error, batch []*pendingAdmission) {
+	as := make([]*domain.Admission, len(batch))
+	for i, p := range batch {
 		as[i] = p.a
 	}
-	wctx, cancel := context.WithTimeout(ctx, admissionWriteTimeout)
-	err := q.write(wctx, as)
-	cancel()
-	if err != nil && len(group) > 1 {
-		for _, p := range group {
-			wctx, cancel := context.WithTimeout(ctx, admissionWriteTimeout)
-			p.err = q.write(wctx, []*domain.Admission{p.a})
-			cancel()
-			close(p.done)
+	err := write(ctx, as)
+	if err != nil && len(batch) > 1 {
+		for _, p := range batch {
+			p.err = write(ctx, []*domain.Admission{p.a})
 		}
 		return
 	}
-	for _, p := range group {
+	for _, p := range batch {
 		p.err = err
-		close(p.done)
 	}
 }

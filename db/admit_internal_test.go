@@ -12,7 +12,7 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
-// recordingWriter records the groups an admissionQueue writes. The first write on an
+// recordingWriter records the groups the admission batcher writes. The first write on an
 // account blocks until release is closed, so the test can line others up behind it.
 type recordingWriter struct {
 	mu      sync.Mutex
@@ -59,14 +59,14 @@ func jobsAdmission(acct string, n int) *domain.Admission {
 
 // admitAll queues each admission from its own goroutine once the queue's first write
 // has started, and returns their outcomes by job id of their first job.
-func admitAll(t *testing.T, q *admissionQueue, w *recordingWriter, first *domain.Admission, rest []*domain.Admission) map[string]error {
+func admitAll(t *testing.T, s *Store, w *recordingWriter, first *domain.Admission, rest []*domain.Admission) map[string]error {
 	t.Helper()
 	out := map[string]error{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	run := func(a *domain.Admission) {
 		defer wg.Done()
-		err := q.admit(context.Background(), a)
+		err := s.AdmitJobs(context.Background(), a)
 		mu.Lock()
 		out[a.Jobs[0].ID] = err
 		mu.Unlock()
@@ -80,22 +80,22 @@ func admitAll(t *testing.T, q *admissionQueue, w *recordingWriter, first *domain
 	}
 	// Wait until every one of them is queued behind the blocked write.
 	require.Eventually(t, func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return len(q.waiting[first.AccountID]) == len(rest)
+		s.admissions.mu.Lock()
+		defer s.admissions.mu.Unlock()
+		return len(s.admissions.waiting[first.AccountID]) == len(rest)
 	}, 5*time.Second, time.Millisecond)
 	close(w.release)
 	wg.Wait()
 	return out
 }
 
-func TestAdmissionQueue(t *testing.T) {
+func TestAdmissionBatcher(t *testing.T) {
 	t.Parallel()
 
 	t.Run("WritesThoseWaitingTogether", func(t *testing.T) {
 		t.Parallel()
 		w := newRecordingWriter()
-		q := newAdmissionQueue(w.write)
+		q := &Store{admissions: newAdmissionBatcher(w.write)}
 		first := jobsAdmission("acct_a", 1)
 		var rest []*domain.Admission
 		for range 5 {
@@ -107,16 +107,16 @@ func TestAdmissionQueue(t *testing.T) {
 		require.Len(t, w.groups, 2, "the first alone, then the five that waited, at once")
 		require.Len(t, w.groups[1], 10)
 		require.Eventually(t, func() bool {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			return len(q.waiting) == 0
-		}, 5*time.Second, time.Millisecond, "an idle queue keeps nothing")
+			q.admissions.mu.Lock()
+			defer q.admissions.mu.Unlock()
+			return len(q.admissions.waiting) == 0
+		}, 5*time.Second, time.Millisecond, "an idle batcher keeps nothing")
 	})
 
 	t.Run("RefusedGroupIsWrittenOneByOne", func(t *testing.T) {
 		t.Parallel()
 		w := newRecordingWriter()
-		q := newAdmissionQueue(w.write)
+		q := &Store{admissions: newAdmissionBatcher(w.write)}
 		first := jobsAdmission("acct_a", 1)
 		rest := []*domain.Admission{jobsAdmission("acct_a", 1), jobsAdmission("acct_a", 1), jobsAdmission("acct_a", 1)}
 		w.refuse[rest[1].Jobs[0].ID] = true
@@ -131,7 +131,7 @@ func TestAdmissionQueue(t *testing.T) {
 	t.Run("GroupsStayUnderTheJobBound", func(t *testing.T) {
 		t.Parallel()
 		w := newRecordingWriter()
-		q := newAdmissionQueue(w.write)
+		q := &Store{admissions: newAdmissionBatcher(w.write)}
 		first := jobsAdmission("acct_a", 1)
 		var rest []*domain.Admission
 		for range 6 {
@@ -147,18 +147,18 @@ func TestAdmissionQueue(t *testing.T) {
 	t.Run("AccountsDoNotWaitForEachOther", func(t *testing.T) {
 		t.Parallel()
 		w := newRecordingWriter()
-		q := newAdmissionQueue(w.write)
+		q := &Store{admissions: newAdmissionBatcher(w.write)}
 		blocked := make(chan error)
-		go func() { blocked <- q.admit(context.Background(), jobsAdmission("acct_a", 1)) }()
+		go func() { blocked <- q.AdmitJobs(context.Background(), jobsAdmission("acct_a", 1)) }()
 		<-w.started
-		require.NoError(t, q.admit(context.Background(), jobsAdmission("acct_b", 1)), "written while acct_a's write is blocked")
+		require.NoError(t, q.AdmitJobs(context.Background(), jobsAdmission("acct_b", 1)), "written while acct_a's write is blocked")
 		close(w.release)
 		require.NoError(t, <-blocked)
 	})
 
 	t.Run("AnAdmissionWithoutAccountIsRefused", func(t *testing.T) {
 		t.Parallel()
-		s := &Store{admissions: newAdmissionQueue(func(context.Context, []*domain.Admission) error { return errors.New("not reached") })}
+		s := &Store{admissions: newAdmissionBatcher(func(context.Context, []*domain.Admission) error { return errors.New("not reached") })}
 		require.ErrorContains(t, s.AdmitJobs(context.Background(), &domain.Admission{}), "no credit account")
 	})
 }

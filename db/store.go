@@ -67,9 +67,9 @@ type Store struct {
 	read       *bun.DB // reads outside a transaction: db itself on PostgreSQL, read-only connections on SQLite
 	tx         bun.IDB // set on a Store bound to a transaction
 	dialect    string
-	lockPath   string              // SQLite: the file locked around Migrate, across processes
-	prepared   *preparedStatements // PostgreSQL: the hot queries' prepared statements
-	admissions *admissionQueue     // combines concurrent admissions on one account
+	lockPath   string                      // SQLite: the file locked around Migrate, across processes
+	prepared   *preparedStatements         // PostgreSQL: the hot queries' prepared statements
+	admissions *batcher[*pendingAdmission] // combines concurrent admissions on one account
 }
 
 // Open connects to the metadata database. A url starting with postgres:// or
@@ -131,7 +131,7 @@ func openPostgres(raw string) (*Store, error) {
 	bdb := bun.NewDB(sqldb, pgdialect.New())
 	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres,
 		prepared: &preparedStatements{db: sqldb, m: map[*hotQuery]*sql.Stmt{}}}
-	s.admissions = newAdmissionQueue(s.writeAdmissions)
+	s.admissions = newAdmissionBatcher(s.writeAdmissions)
 	return s, nil
 }
 
@@ -166,7 +166,7 @@ func openSQLite(raw string) (*Store, error) {
 	writer.SetConnMaxLifetime(0) // a connection costs an open and its pragmas: keep it
 	writer.SetConnMaxIdleTime(0)
 	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite}
-	s.admissions = newAdmissionQueue(s.writeAdmissions)
+	s.admissions = newAdmissionBatcher(s.writeAdmissions)
 	if path == ":memory:" {
 		// Each connection to :memory: is its own database: everything uses the one.
 		s.read = s.db
