@@ -211,7 +211,7 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 	w.inserts = []any{&batches, &jobs, &events, &entries, &answers}
 	// Reserved even for free work: its row lock is what orders admissions on the account,
 	// across processes, for the limit checks after it.
-	w.reserve = &creditReservation{account: acct, amount: sum}
+	w.move = &creditMove{account: acct, balance: -sum, reserved: sum}
 	// The project's jobs admitted before the last admission into it must have left room
 	// under its limit: those now active minus that admission's own.
 	for _, id := range order {

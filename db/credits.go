@@ -35,6 +35,23 @@ func (s *Store) FindCreditAccount(ctx context.Context, orgID string, env domain.
 	return findCreditAccount(ctx, s.w(), orgID, env)
 }
 
+// FindCreditAccountID returns the id of the account of (org, env), creating it the first
+// time. An account is never deleted and its id never changes, so the process remembers it.
+func (s *Store) FindCreditAccountID(ctx context.Context, orgID string, env domain.Environment) (string, error) {
+	key := orgID + "/" + string(env)
+	if id, ok := s.accountIDs.Load(key); ok {
+		return id.(string), nil
+	}
+	acct, err := s.FindCreditAccount(ctx, orgID, env)
+	if err != nil {
+		return "", err
+	}
+	if s.tx == nil { // inside a transaction the account may yet be rolled back
+		s.accountIDs.Store(key, acct.ID)
+	}
+	return acct.ID, nil
+}
+
 func findCreditAccount(ctx context.Context, idb bun.IDB, orgID string, env domain.Environment) (*domain.CreditAccount, error) {
 	return findOne[domain.CreditAccount](ctx, idb, fmt.Sprintf("credit account of %s/%s", orgID, env),
 		func(q *bun.SelectQuery) *bun.SelectQuery {

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,14 +43,13 @@ func (s *Store) FindJobs(ctx context.Context, f domain.JobFilter) ([]*domain.Job
 	return findPage[domain.Job](ctx, s.r(), "jobs", f.Page, filter)
 }
 
-// UpdateJob writes every column of j where the stored state is fromState; false when it
-// was not. Of a cancel and a claim racing from "queued", exactly one wins.
-func (s *Store) UpdateJob(ctx context.Context, j *domain.Job, fromState string) (bool, error) {
-	row := *j
-	row.Options = jsonOrNull(row.Options)
-	n, err := affected(s.w().NewUpdate().Model(&row).WherePK().Where("state = ?", fromState).Exec(ctx))
+// UpdateJobProgress sets the progress of a job still running in the given attempt; false
+// when it is not.
+func (s *Store) UpdateJobProgress(ctx context.Context, id string, attempts, progress int) (bool, error) {
+	n, err := affected(s.w().NewUpdate().Model((*domain.Job)(nil)).Set("progress = ?", progress).
+		Where("id = ?", id).Where("state = ?", domain.JobRunning).Where("attempts = ?", attempts).Exec(ctx))
 	if err != nil {
-		return false, fmt.Errorf("update job %s: %w", j.ID, err)
+		return false, fmt.Errorf("progress of job %s: %w", id, err)
 	}
 	return n == 1, nil
 }
@@ -68,4 +68,51 @@ func (s *Store) FindBatchByID(ctx context.Context, id string) (*domain.Batch, er
 	return findOne[domain.Batch](ctx, s.r(), "batch "+id, func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.Where("id = ?", id)
 	})
+}
+
+// TransitionJob writes a job's transition with its artifacts, ledger entries and events
+// as one atomic write (see writeAtOnce): the job's row is changed only if it is still
+// where it was moved from, and the account's sums move only if they stay above zero.
+func (s *Store) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
+	w := atomicWrite{transition: &jobTransition{job: t.Job, fromState: t.FromState, fromAttempts: t.FromAttempts}}
+	artifacts := orEmpty(t.Artifacts)
+	var entries []*domain.LedgerEntry
+	for _, e := range t.Ledger {
+		if e.Amount < 0 {
+			return fmt.Errorf("transition job %s: ledger amount %d is negative", t.Job.ID, e.Amount)
+		}
+		if e.Amount == 0 {
+			continue
+		}
+		if w.move == nil {
+			w.move = &creditMove{account: e.AccountID}
+		}
+		switch {
+		case e.AccountID != w.move.account:
+			return fmt.Errorf("transition job %s: ledger entries on accounts %s and %s", t.Job.ID, w.move.account, e.AccountID)
+		case e.Kind == domain.LedgerCharge:
+			w.move.reserved -= e.Amount
+			w.move.used += e.Amount
+		case e.Kind == domain.LedgerRelease:
+			w.move.reserved -= e.Amount
+			w.move.balance += e.Amount
+		default:
+			return fmt.Errorf("transition job %s: a %q ledger entry", t.Job.ID, e.Kind)
+		}
+		if e.ID == "" {
+			e.ID = domain.NewID(domain.PrefixLedgerEntry)
+		}
+		entries = append(entries, e)
+	}
+	entries, events := orEmpty(entries), eventRows(t.Events)
+	// The same tables every time, empty or not: one prepared statement per shape.
+	w.inserts = []any{&artifacts, &entries, &events}
+	switch err := s.writeAtOnce(ctx, w); {
+	case errors.Is(err, errTransitionFailed):
+		return fmt.Errorf("job %s from %s: %w", t.Job.ID, t.FromState, domain.ErrStaleJob)
+	case errors.Is(err, errGuardFailed):
+		return fmt.Errorf("job %s: %w", t.Job.ID, domain.ErrLedgerMismatch)
+	default:
+		return err
+	}
 }

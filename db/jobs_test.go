@@ -45,48 +45,108 @@ func TestJobs(t *testing.T) {
 			require.NoError(t, err)
 			require.JSONEq(t, "null", string(got.Options))
 		})
-		t.Run("UpdateIsConditional", func(t *testing.T) {
+		t.Run("TransitionIsConditional", func(t *testing.T) {
 			j := newJob(tn.prj, domain.EnvLive)
 			require.NoError(t, s.CreateJob(ctx, j))
 			run := *j
-			run.State, run.Attempts, run.StartedAt, run.Progress = domain.JobRunning, 1, ptr(now()), 10
-			ok, err := s.UpdateJob(ctx, &run, domain.JobQueued)
-			require.NoError(t, err)
-			require.True(t, ok)
+			run.State, run.Attempts, run.StartedAt = domain.JobRunning, 1, ptr(now())
+			require.NoError(t, s.TransitionJob(ctx, &domain.JobTransition{Job: &run, FromState: domain.JobQueued}))
 			cancel := *j
 			cancel.State = domain.JobCancelled
-			ok, err = s.UpdateJob(ctx, &cancel, domain.JobQueued)
-			require.NoError(t, err)
-			require.False(t, ok, "no longer queued")
+			err := s.TransitionJob(ctx, &domain.JobTransition{Job: &cancel, FromState: domain.JobQueued})
+			require.ErrorIs(t, err, domain.ErrStaleJob, "no longer queued")
+			again := run
+			again.Attempts = 2
+			err = s.TransitionJob(ctx, &domain.JobTransition{Job: &again, FromState: domain.JobRunning, FromAttempts: 0})
+			require.ErrorIs(t, err, domain.ErrStaleJob, "not in that attempt")
 			got, err := s.FindJobByID(ctx, j.ID)
 			require.NoError(t, err)
 			requireJSONField(t, run.Options, &got.Options)
 			require.Equal(t, &run, got)
+
+			ok, err := s.UpdateJobProgress(ctx, j.ID, 1, 40)
+			require.NoError(t, err)
+			require.True(t, ok)
+			ok, err = s.UpdateJobProgress(ctx, j.ID, 2, 50)
+			require.NoError(t, err)
+			require.False(t, ok, "another attempt's progress")
+			got, err = s.FindJobByID(ctx, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, 40, got.Progress)
+		})
+		t.Run("TransitionWritesEverythingOrNothing", func(t *testing.T) {
+			acct, err := s.FindCreditAccount(ctx, tn.org.ID, domain.EnvLive)
+			require.NoError(t, err)
+			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerGrant, 10)))
+			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerReserve, 5)))
+			id, err := s.FindCreditAccountID(ctx, tn.org.ID, domain.EnvLive)
+			require.NoError(t, err)
+			require.Equal(t, acct.ID, id)
+			j := newJob(tn.prj, domain.EnvLive)
+			j.State, j.Attempts, j.CreditsReserved = domain.JobRunning, 1, 5
+			require.NoError(t, s.CreateJob(ctx, j))
+			done := *j
+			done.State, done.CreditsCharged, done.Progress, done.FinishedAt = domain.JobSucceeded, 2, 100, ptr(now())
+			art := &domain.Artifact{ID: domain.NewID(domain.PrefixArtifact), OrganizationID: tn.org.ID, FileID: j.FileID, JobID: j.ID,
+				Name: "a.json", MIMEType: "application/json", ByteSize: 3, SHA256: "x", StorageKey: "k", CreatedAt: now()}
+			ev, err := domain.NewEvent(domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, done.View(), now())
+			require.NoError(t, err)
+			settle := func(charge, release int64) error {
+				return s.TransitionJob(ctx, &domain.JobTransition{Job: &done, FromState: domain.JobRunning, FromAttempts: 1,
+					Artifacts: []*domain.Artifact{art}, Events: []*domain.Event{ev},
+					Ledger: []*domain.LedgerEntry{
+						{AccountID: acct.ID, Kind: domain.LedgerCharge, Amount: charge, JobID: j.ID, Description: "c", CreatedAt: now()},
+						{AccountID: acct.ID, Kind: domain.LedgerRelease, Amount: release, JobID: j.ID, Description: "r", CreatedAt: now()}}})
+			}
+			require.ErrorIs(t, settle(2, 4), domain.ErrLedgerMismatch, "6 is more than the 5 reserved")
+			got, err := s.FindJobByID(ctx, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, domain.JobRunning, got.State, "nothing written")
+			arts, err := s.FindArtifactsByJob(ctx, j.ID)
+			require.NoError(t, err)
+			require.Empty(t, arts)
+			requireAccount(t, s, acct, 5, 5, 0)
+
+			require.NoError(t, settle(2, 3))
+			requireAccount(t, s, acct, 8, 0, 2)
+			arts, err = s.FindArtifactsByJob(ctx, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, []string{art.ID}, ids(arts, artifactID))
+			evs, err := s.FindEventsBySubject(ctx, tn.org.ID, j.FileID)
+			require.NoError(t, err)
+			require.Equal(t, []string{ev.ID}, ids(evs, eventID))
+			require.Equal(t, 4, countLedger(t, s, acct.ID))
+
+			require.ErrorIs(t, settle(2, 3), domain.ErrStaleJob, "settling twice changes nothing")
+			requireAccount(t, s, acct, 8, 0, 2)
+			require.Equal(t, 4, countLedger(t, s, acct.ID))
 		})
 		t.Run("CancelAndClaimRace", func(t *testing.T) {
 			for round := range 100 {
 				j := newJob(tn.prj, domain.EnvLive)
 				require.NoError(t, s.CreateJob(ctx, j))
 				claim, cancel := *j, *j
-				claim.State, cancel.State = domain.JobRunning, domain.JobCancelled
-				var wins [2]bool
+				claim.State, claim.Attempts, cancel.State = domain.JobRunning, 1, domain.JobCancelled
 				var errs [2]error
 				start := make(chan struct{})
 				var wg sync.WaitGroup
 				for i, upd := range []*domain.Job{&claim, &cancel} {
 					wg.Go(func() {
 						<-start
-						wins[i], errs[i] = s.UpdateJob(ctx, upd, domain.JobQueued)
+						errs[i] = s.TransitionJob(ctx, &domain.JobTransition{Job: upd, FromState: domain.JobQueued})
 					})
 				}
 				close(start)
 				wg.Wait()
-				require.NoError(t, errs[0])
-				require.NoError(t, errs[1])
-				require.True(t, wins[0] != wins[1], "round %d: claim won %v, cancel won %v", round, wins[0], wins[1])
+				for _, err := range errs {
+					if err != nil {
+						require.ErrorIs(t, err, domain.ErrStaleJob)
+					}
+				}
+				require.True(t, (errs[0] == nil) != (errs[1] == nil), "round %d: claim %v, cancel %v", round, errs[0], errs[1])
 				got, err := s.FindJobByID(ctx, j.ID)
 				require.NoError(t, err)
-				if wins[0] {
+				if errs[0] == nil {
 					require.Equal(t, domain.JobRunning, got.State)
 				} else {
 					require.Equal(t, domain.JobCancelled, got.State)

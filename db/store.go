@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -70,6 +71,7 @@ type Store struct {
 	lockPath   string                      // SQLite: the file locked around Migrate, across processes
 	prepared   *preparedStatements         // PostgreSQL: the hot queries' prepared statements
 	admissions *batcher[*pendingAdmission] // combines concurrent admissions on one account
+	accountIDs *sync.Map                   // credit account ids by organization/environment
 }
 
 // Open connects to the metadata database. A url starting with postgres:// or
@@ -129,7 +131,7 @@ func openPostgres(raw string) (*Store, error) {
 	sqldb.SetConnMaxIdleTime(postgresConnMaxIdleTime)
 	sqldb.SetConnMaxLifetime(postgresConnMaxLifetime) // spreads load again after a failover
 	bdb := bun.NewDB(sqldb, pgdialect.New())
-	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres,
+	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres, accountIDs: &sync.Map{},
 		prepared: &preparedStatements{db: sqldb, m: map[*hotQuery]*sql.Stmt{}}}
 	s.admissions = newAdmissionBatcher(s.writeAdmissions)
 	return s, nil
@@ -165,7 +167,7 @@ func openSQLite(raw string) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0) // a connection costs an open and its pragmas: keep it
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite}
+	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite, accountIDs: &sync.Map{}}
 	s.admissions = newAdmissionBatcher(s.writeAdmissions)
 	if path == ":memory:" {
 		// Each connection to :memory: is its own database: everything uses the one.
@@ -279,7 +281,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx domain.Store) error) error 
 
 func (s *Store) withTx(tx bun.IDB) *Store {
 	return &Store{db: s.db, read: s.read, tx: tx, dialect: s.dialect, lockPath: s.lockPath,
-		prepared: s.prepared, admissions: s.admissions}
+		prepared: s.prepared, admissions: s.admissions, accountIDs: s.accountIDs}
 }
 
 // inTx runs fn in the Store's transaction, or in a new one. Inside the caller's

@@ -21,22 +21,32 @@ import (
 
 // atomicWrite is written all or nothing by writeAtOnce.
 type atomicWrite struct {
+	// transition, when set, moves one job from a state and attempt count to its new
+	// values; when the job is no longer there, nothing is written (errTransitionFailed).
+	transition *jobTransition
 	// inserts are pointers to slices of models, one table each; an empty slice writes
 	// nothing.
 	inserts []any
-	// reserve, when set, moves credits from an account's balance to reserved after the
-	// inserts, and refuses the write (errGuardFailed) when the balance is short. Its lock
-	// on the account row orders the writes on that account, for the checks after it.
-	reserve *creditReservation
-	// The limits hold after the reservation, counting everything committed before its
-	// lock was granted (domain.ErrConcurrencyLimit, domain.ErrSpendLimit otherwise).
+	// move, when set, moves credits on an account after the inserts, and refuses the
+	// write (errGuardFailed) when a sum would go below zero. Its lock on the account row
+	// orders the writes on that account, for the limit checks after it.
+	move *creditMove
+	// The limits hold after the move, counting everything committed before its lock was
+	// granted (domain.ErrConcurrencyLimit, domain.ErrSpendLimit otherwise).
 	projectLimits []projectLimit
 	spendLimits   []spendLimit
 }
 
-type creditReservation struct {
-	account string
-	amount  int64
+type jobTransition struct {
+	job          *domain.Job // the job as it is to be
+	fromState    string
+	fromAttempts int
+}
+
+// creditMove adds to an account's running sums.
+type creditMove struct {
+	account                 string
+	balance, reserved, used int64
 }
 
 // projectLimit: the project's queued and running jobs in one environment, at most Allowed.
@@ -53,11 +63,16 @@ type spendLimit struct {
 	Allowed  int64     `json:"allowed"`
 }
 
-// errGuardFailed reports that the reservation found the balance short: nothing was written.
-var errGuardFailed = errors.New("balance short of the reservation")
+var (
+	// errGuardFailed reports that a credit move would have taken a sum below zero.
+	errGuardFailed = errors.New("credit move would go below zero")
+	// errTransitionFailed reports that the job was no longer in the state to move from.
+	errTransitionFailed = errors.New("job is no longer in the state it was moved from")
+)
 
-// Messages filemill_assert raises when the reservation or a limit refuses a write.
+// Messages filemill_assert raises when part of a write refuses it.
 const (
+	transitionFailed   = "filemill_transition_failed"
 	guardFailed        = "filemill_guard_failed"
 	concurrencyFailed  = "filemill_limit_failed:concurrency"
 	spendFailed        = "filemill_limit_failed:spend"
@@ -66,22 +81,31 @@ const (
 
 // writeAtOnce applies w all or nothing.
 //
-// On PostgreSQL it is one statement of data-modifying CTEs, each inserting the rows of a
-// table from a JSON parameter (jsonb_populate_recordset), then the reservation, then the
-// limit checks, aborted through filemill_assert when any refuses. Its text depends only on
-// which tables it writes, so it is a prepared statement, parsed and planned once per
-// connection, and it has no join whose plan could go stale as tables grow. It is atomic
-// without a transaction round trip, and the account row is locked only while it commits.
-// Elsewhere (SQLite, whose writes are serial anyway) the same writes run in a transaction.
+// On PostgreSQL it is one statement of data-modifying CTEs: the job's transition, then
+// each table's rows inserted from one JSON parameter (jsonb_populate_recordset), then the
+// credit move, then the limit checks, aborted through filemill_assert when any refuses.
+// Its text depends only on the shape of the write, so it is a prepared statement, parsed
+// and planned once per connection; its only lookups are by primary key, so no cached
+// generic plan can turn into a scan as tables grow. It is atomic without a transaction
+// round trip, and the account row is locked only while it commits. Elsewhere (SQLite,
+// whose writes are serial anyway) the same writes run in a transaction.
 func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
 	if s.dialect != DialectPostgres {
 		return s.writeInTx(ctx, w)
+	}
+	if w.move == nil && len(w.projectLimits)+len(w.spendLimits) > 0 {
+		return errors.New("write: limits need a credit move to order them")
 	}
 	q, err := s.writeStatement(w)
 	if err != nil {
 		return err
 	}
 	var args []any
+	if t := w.transition; t != nil {
+		j := t.job
+		args = append(args, j.State, j.Progress, j.Attempts, j.CreditsCharged, j.ErrorCode, j.ErrorMessage,
+			nullTime(j.StartedAt), nullTime(j.FinishedAt), j.ID, t.fromState, t.fromAttempts)
+	}
 	want := 0
 	for _, rows := range w.inserts {
 		text, n, err := s.rowsJSON(rows)
@@ -91,8 +115,7 @@ func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
 		args = append(args, text)
 		want += n
 	}
-	if w.reserve != nil {
-		a := w.reserve.amount
+	if m := w.move; m != nil {
 		projects, err := json.Marshal(orEmpty(w.projectLimits))
 		if err != nil {
 			return err
@@ -101,9 +124,8 @@ func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
 		if err != nil {
 			return err
 		}
-		args = append(args, a, a, w.reserve.account, a, want, string(projects), string(spends))
-	} else if len(w.projectLimits)+len(w.spendLimits) > 0 {
-		return errors.New("write: limits need a reservation to order them")
+		args = append(args, m.balance, m.reserved, m.used, m.account, m.balance, m.reserved, m.used, want,
+			string(projects), string(spends))
 	}
 	rows, err := s.queryHot(ctx, s.w(), q, args...)
 	if err == nil {
@@ -115,6 +137,8 @@ func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
 	var pe pgdriver.Error
 	if errors.As(err, &pe) && pe.Field('C') == postgresRaiseError {
 		switch pe.Field('M') {
+		case transitionFailed:
+			return errTransitionFailed
 		case guardFailed:
 			return errGuardFailed
 		case concurrencyFailed:
@@ -124,6 +148,14 @@ func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
 		}
 	}
 	return wrapInsert(err)
+}
+
+// nullTime is t as a statement parameter: NULL when nil.
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC()
 }
 
 // writeStatements caches the statement of each shape of write: the tables it inserts
@@ -136,6 +168,9 @@ var writeStatements = struct {
 func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 	var tables []*schema.Table
 	var shape strings.Builder
+	if w.transition != nil {
+		shape.WriteString("transition,")
+	}
 	for _, rows := range w.inserts {
 		t, err := s.sliceTable(rows)
 		if err != nil {
@@ -144,15 +179,25 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 		tables = append(tables, t)
 		shape.WriteString(t.Name + ",")
 	}
-	if w.reserve != nil {
-		shape.WriteString("reserve")
+	if w.move != nil {
+		shape.WriteString("move,")
 	}
 	writeStatements.Lock()
 	defer writeStatements.Unlock()
 	if q, ok := writeStatements.m[shape.String()]; ok {
 		return q, nil
 	}
-	var ctes, inserted []string
+	var ctes, inserted, checks []string
+	onlyIfMoved := ""
+	if w.transition != nil {
+		ctes = append(ctes, `transitioned AS (UPDATE jobs SET state = ?, progress = ?, attempts = ?, credits_charged = ?,
+	error_code = ?, error_message = ?, started_at = ?, finished_at = ?
+	WHERE id = ? AND state = ? AND attempts = ? RETURNING 1)`)
+		// Everything else is written only when the job moved: it reads transitioned, so it
+		// also runs after it.
+		onlyIfMoved = " WHERE EXISTS (SELECT 1 FROM transitioned)"
+		checks = append(checks, "WHEN NOT EXISTS (SELECT 1 FROM transitioned) THEN filemill_assert(false, '"+transitionFailed+"')")
+	}
 	for i, t := range tables {
 		cols := make([]string, len(t.Fields))
 		for j, f := range t.Fields {
@@ -160,33 +205,38 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 		}
 		list := strings.Join(cols, ", ")
 		name := fmt.Sprintf("i%d", i)
-		ctes = append(ctes, fmt.Sprintf("%s AS (INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, ?) RETURNING 1)",
-			name, t.SQLName, list, list, t.SQLName))
+		ctes = append(ctes, fmt.Sprintf("%s AS (INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, ?)%s RETURNING 1)",
+			name, t.SQLName, list, list, t.SQLName, onlyIfMoved))
 		inserted = append(inserted, "SELECT 1 FROM "+name)
 	}
-	final := "SELECT true"
-	if w.reserve != nil {
-		// The reservation reads what the inserts wrote, so they run before it: PostgreSQL
-		// runs an unread data-modifying CTE only after the main query, which would hold the
+	if w.move != nil {
+		// The move reads what the inserts wrote, so they run before it: PostgreSQL runs
+		// an unread data-modifying CTE only after the main query, which would hold the
 		// account's row lock through every insert.
 		written := "0"
 		if len(inserted) > 0 {
 			written = "(SELECT count(*) FROM (" + strings.Join(inserted, " UNION ALL ") + ") AS inserted)"
 		}
-		ctes = append(ctes, `reserved AS (UPDATE credit_accounts SET balance = balance - ?, reserved = reserved + ?
-	WHERE id = ? AND balance >= ? AND `+written+` = ? RETURNING 1)`)
+		cond := ""
+		if w.transition != nil {
+			cond = " AND EXISTS (SELECT 1 FROM transitioned)"
+		}
+		ctes = append(ctes, `credited AS (UPDATE credit_accounts SET balance = balance + ?, reserved = reserved + ?, used = used + ?
+	WHERE id = ? AND balance + ? >= 0 AND reserved + ? >= 0 AND used + ? >= 0 AND `+written+` = ?`+cond+` RETURNING 1)`)
 		// CASE takes its branches in order, and the EXISTS subqueries run only when
-		// reached: the limits are counted after the reservation holds the row lock.
-		final = `SELECT CASE
-	WHEN NOT EXISTS (SELECT 1 FROM reserved) THEN filemill_assert(false, '` + guardFailed + `')
-	WHEN EXISTS (SELECT 1 FROM jsonb_to_recordset(?) AS c(project_id text, environment text, allowed bigint)
-		WHERE filemill_active_jobs(c.project_id, c.environment) > c.allowed) THEN filemill_assert(false, '` + concurrencyFailed + `')
-	WHEN EXISTS (SELECT 1 FROM jsonb_to_recordset(?) AS c(api_key_id text, since timestamptz, allowed bigint)
-		WHERE filemill_key_spend(c.api_key_id, c.since) > c.allowed) THEN filemill_assert(false, '` + spendFailed + `')
-	ELSE true END`
+		// reached: the limits are counted after the move holds the account's row lock.
+		checks = append(checks, "WHEN NOT EXISTS (SELECT 1 FROM credited) THEN filemill_assert(false, '"+guardFailed+"')",
+			`WHEN EXISTS (SELECT 1 FROM jsonb_to_recordset(?) AS c(project_id text, environment text, allowed bigint)
+		WHERE filemill_active_jobs(c.project_id, c.environment) > c.allowed) THEN filemill_assert(false, '`+concurrencyFailed+`')`,
+			`WHEN EXISTS (SELECT 1 FROM jsonb_to_recordset(?) AS c(api_key_id text, since timestamptz, allowed bigint)
+		WHERE filemill_key_spend(c.api_key_id, c.since) > c.allowed) THEN filemill_assert(false, '`+spendFailed+`')`)
 	}
 	if len(ctes) == 0 {
 		return nil, errors.New("write: nothing to write")
+	}
+	final := "SELECT true"
+	if len(checks) > 0 {
+		final = "SELECT CASE " + strings.Join(checks, "\n\t") + " ELSE true END"
 	}
 	q := newHotQuery("WITH " + strings.Join(ctes, ",\n") + "\n" + final)
 	writeStatements.m[shape.String()] = q
@@ -196,6 +246,20 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 // writeInTx applies w in a transaction: the SQLite form of writeAtOnce.
 func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if t := w.transition; t != nil {
+			j := t.job
+			n, err := affected(tx.NewUpdate().Model((*domain.Job)(nil)).
+				Set("state = ?", j.State).Set("progress = ?", j.Progress).Set("attempts = ?", j.Attempts).
+				Set("credits_charged = ?", j.CreditsCharged).Set("error_code = ?", j.ErrorCode).
+				Set("error_message = ?", j.ErrorMessage).Set("started_at = ?", j.StartedAt).Set("finished_at = ?", j.FinishedAt).
+				Where("id = ?", j.ID).Where("state = ?", t.fromState).Where("attempts = ?", t.fromAttempts).Exec(ctx))
+			if err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			if n == 0 {
+				return errTransitionFailed
+			}
+		}
 		for _, rows := range w.inserts {
 			if reflect.ValueOf(rows).Elem().Len() == 0 {
 				continue
@@ -204,12 +268,14 @@ func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 				return wrapInsert(err)
 			}
 		}
-		if w.reserve == nil {
+		m := w.move
+		if m == nil {
 			return nil
 		}
 		n, err := affected(tx.NewUpdate().Model((*domain.CreditAccount)(nil)).
-			Set("balance = balance - ?", w.reserve.amount).Set("reserved = reserved + ?", w.reserve.amount).
-			Where("id = ?", w.reserve.account).Where("balance >= ?", w.reserve.amount).Exec(ctx))
+			Set("balance = balance + ?", m.balance).Set("reserved = reserved + ?", m.reserved).Set("used = used + ?", m.used).
+			Where("id = ?", m.account).Where("balance + ? >= 0", m.balance).Where("reserved + ? >= 0", m.reserved).
+			Where("used + ? >= 0", m.used).Exec(ctx))
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
 		}

@@ -140,5 +140,8 @@ var (
 	ErrConcurrencyLimit = errors.New("project concurrency limit reached")
 	ErrSpendLimit       = errors.New("key spend limit reached")
 	ErrLedgerMismatch   = errors.New("ledger movement exceeds reservation")
-	ErrDuplicate        = errors.New("duplicate")
+	// ErrStaleJob reports a job transition refused because the job is no longer where it
+	// was moved from (another worker or a cancel moved it first); nothing was written.
+	ErrStaleJob  = errors.New("job moved since it was read")
+	ErrDuplicate = errors.New("duplicate")
 )

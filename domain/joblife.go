@@ -299,53 +299,56 @@ func (s *Jobs) CancelJob(ctx context.Context, p *Principal, id string) (*Job, er
 	if err != nil {
 		return nil, err
 	}
-	if j.State == JobCancelled {
-		return j, nil
-	}
-	if j.State != JobQueued {
-		return nil, &Error{Code: CodeConflict, Message: "the job is " + j.State + " and can no longer be cancelled",
-			Details: map[string]any{"state": j.State}}
-	}
-	now := s.Clock.Now()
-	err = s.Store.InTx(ctx, func(tx Store) error {
-		j.State, j.FinishedAt = JobCancelled, &now
-		ok, err := tx.UpdateJob(ctx, j, JobQueued)
-		if err != nil {
-			return err
+	for {
+		if j.State == JobCancelled {
+			return j, nil
 		}
-		if !ok {
-			cur, err := tx.FindJobByID(ctx, j.ID)
+		if j.State != JobQueued {
+			return nil, &Error{Code: CodeConflict, Message: "the job is " + j.State + " and can no longer be cancelled",
+				Details: map[string]any{"state": j.State}}
+		}
+		now := s.Clock.Now()
+		next := *j
+		next.State, next.FinishedAt = JobCancelled, &now
+		err := s.transition(ctx, j, &next, nil, EventJobCancelled, 0)
+		if !errors.Is(err, ErrStaleJob) {
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return &Error{Code: CodeConflict, Message: "the job is " + cur.State + " and can no longer be cancelled",
-				Details: map[string]any{"state": cur.State}}
+			return &next, nil
 		}
-		if err := s.release(ctx, tx, j, j.CreditsReserved); err != nil {
-			return err
+		// Claimed (or cancelled) meanwhile: answer with where it is now.
+		if j, err = s.Store.FindJobByID(ctx, j.ID); err != nil {
+			return nil, err
 		}
-		return writeEvent(ctx, tx, EventJobCancelled, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
-	})
-	if err != nil {
-		return nil, err
 	}
-	return j, nil
 }
 
-func (s *Jobs) release(ctx context.Context, tx Store, j *Job, amount int64) error {
-	return s.ledger(ctx, tx, j, LedgerRelease, amount)
-}
-
-func (s *Jobs) ledger(ctx context.Context, tx Store, j *Job, kind string, amount int64) error {
-	if amount <= 0 {
-		return nil
+// transition moves j to next in one write, with its artifacts, the event of the new
+// state, and the settlement of its credits: charge is charged, the rest of the
+// reservation released. ErrStaleJob when j is no longer where it was.
+func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, event string, charge int64) error {
+	now := s.Clock.Now()
+	next.Artifacts = arts
+	if next.Artifacts == nil {
+		next.Artifacts = []*Artifact{}
 	}
-	acct, err := tx.FindCreditAccount(ctx, j.OrganizationID, j.Environment)
+	e, err := NewEvent(event, next.OrganizationID, next.ProjectID, next.Environment, next.FileID, next.View(), now)
 	if err != nil {
 		return err
 	}
-	return tx.ApplyLedgerEntry(ctx, &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: kind, Amount: amount,
-		JobID: j.ID, APIKeyID: j.APIKeyID, ProjectID: j.ProjectID, Description: kind + " for " + j.ID, CreatedAt: s.Clock.Now()})
+	acct, err := s.Store.FindCreditAccountID(ctx, j.OrganizationID, j.Environment)
+	if err != nil {
+		return err
+	}
+	entry := func(kind string, amount int64) *LedgerEntry {
+		return &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct, Kind: kind, Amount: amount,
+			JobID: j.ID, APIKeyID: j.APIKeyID, ProjectID: j.ProjectID, Description: kind + " for " + j.ID, CreatedAt: now}
+	}
+	return s.Store.TransitionJob(ctx, &JobTransition{Job: next, FromState: j.State, FromAttempts: j.Attempts,
+		Artifacts: arts, Events: []*Event{e},
+		// Entries of no amount write nothing.
+		Ledger: []*LedgerEntry{entry(LedgerCharge, charge), entry(LedgerRelease, j.CreditsReserved-charge)}})
 }
 
 // ErrJobSkipped tells the worker the task has nothing to do (the job was cancelled or
@@ -355,37 +358,41 @@ var ErrJobSkipped = errors.New("job is not runnable")
 // ClaimJob moves a queued job to running (or takes back a running job whose worker
 // died: its task came back after the lease), counting the attempt.
 func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
-	var j *Job
-	err := s.Store.InTx(ctx, func(tx Store) error {
-		var err error
-		if j, err = tx.FindJobByID(ctx, id); err != nil {
-			return err
-		}
-		if j.State != JobQueued && j.State != JobRunning {
-			return ErrJobSkipped
-		}
-		from, now := j.State, s.Clock.Now()
-		j.State, j.Attempts = JobRunning, j.Attempts+1
-		if j.StartedAt == nil {
-			j.StartedAt = &now
-		}
-		ok, err := tx.UpdateJob(ctx, j, from)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrJobSkipped
-		}
-		if from == JobQueued {
-			return writeEvent(ctx, tx, EventJobRunning, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
-		}
-		return nil
-	})
+	j, err := s.Store.FindJobByID(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrJobSkipped
 	}
-	return j, err
+	if err != nil {
+		return nil, err
+	}
+	if j.State != JobQueued && j.State != JobRunning {
+		return nil, ErrJobSkipped
+	}
+	now := s.Clock.Now()
+	next := *j
+	next.State, next.Attempts = JobRunning, j.Attempts+1
+	if next.StartedAt == nil {
+		next.StartedAt = &now
+	}
+	t := &JobTransition{Job: &next, FromState: j.State, FromAttempts: j.Attempts}
+	if j.State == JobQueued {
+		e, err := NewEvent(EventJobRunning, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, next.View(), now)
+		if err != nil {
+			return nil, err
+		}
+		t.Events = []*Event{e}
+	}
+	if err := s.Store.TransitionJob(ctx, t); err != nil {
+		if errors.Is(err, ErrStaleJob) {
+			return nil, ErrJobSkipped
+		}
+		return nil, err
+	}
+	return &next, nil
 }
+
+// WorkDirPrefix begins the name of the directory a job attempt works in.
+const WorkDirPrefix = "job-"
 
 // RunJob runs a claimed job's engine steps on a local copy of its file, in a temporary
 // directory removed afterwards, and stores the artifacts. It returns what to settle.
@@ -404,7 +411,7 @@ func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact,
 	if op == nil {
 		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "unknown operation"}
 	}
-	dir, err := os.MkdirTemp(tmpRoot, "job-"+j.ID+"-")
+	dir, err := os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -498,17 +505,15 @@ func (s *Jobs) progressFunc(ctx context.Context, j *Job, step, steps int) func(i
 			return
 		}
 		last = total
-		cp := *j
-		cp.Progress = total
-		if ok, _ := s.Store.UpdateJob(ctx, &cp, JobRunning); ok {
+		if ok, _ := s.Store.UpdateJobProgress(ctx, j.ID, j.Attempts, total); ok {
 			j.Progress = total
 		}
 	}
 }
 
 // SettleJob records success: the artifacts, the charge (the actual cost, never above
-// the reservation) and the release of the rest, the state and its event, in one
-// transaction. Settling twice changes nothing.
+// the reservation) and the release of the rest, the state and its event, in one write.
+// Settling twice changes nothing (ErrJobSkipped): the second finds the job moved.
 func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, units int) error {
 	op := FindOperation(j.Operation, "operation")
 	if j.Preset != "" {
@@ -520,36 +525,16 @@ func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, units in
 	}
 	cost = min(cost, j.CreditsReserved)
 	now := s.Clock.Now()
-	return s.Store.InTx(ctx, func(tx Store) error {
-		cur, err := tx.FindJobByID(ctx, j.ID)
-		if err != nil {
-			return err
-		}
-		if cur.State != JobRunning || cur.Attempts != j.Attempts {
+	next := *j
+	next.State, next.Progress, next.CreditsCharged, next.FinishedAt = JobSucceeded, 100, cost, &now
+	if err := s.transition(ctx, j, &next, arts, EventJobSucceeded, cost); err != nil {
+		if errors.Is(err, ErrStaleJob) {
 			return ErrJobSkipped // another attempt settled it
 		}
-		j.State, j.Progress, j.CreditsCharged, j.FinishedAt = JobSucceeded, 100, cost, &now
-		ok, err := tx.UpdateJob(ctx, j, JobRunning)
-		if err != nil || !ok {
-			if err == nil {
-				err = ErrJobSkipped
-			}
-			return err
-		}
-		for _, a := range arts {
-			if err := tx.CreateArtifact(ctx, a); err != nil {
-				return err
-			}
-		}
-		if err := s.ledger(ctx, tx, j, LedgerCharge, cost); err != nil {
-			return err
-		}
-		if err := s.release(ctx, tx, j, j.CreditsReserved-cost); err != nil {
-			return err
-		}
-		j.Artifacts = arts
-		return writeEvent(ctx, tx, EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
-	})
+		return err
+	}
+	*j = next
+	return nil
 }
 
 // FailJob records a final failure: nothing is charged, the reservation is released.
@@ -559,28 +544,16 @@ func (s *Jobs) FailJob(ctx context.Context, j *Job, cause error) error {
 		msg = de.Message
 	}
 	now := s.Clock.Now()
-	return s.Store.InTx(ctx, func(tx Store) error {
-		cur, err := tx.FindJobByID(ctx, j.ID)
-		if err != nil {
-			return err
-		}
-		if cur.State != JobRunning {
+	next := *j
+	next.State, next.ErrorCode, next.ErrorMessage, next.FinishedAt = JobFailed, code, msg, &now
+	if err := s.transition(ctx, j, &next, nil, EventJobFailed, 0); err != nil {
+		if errors.Is(err, ErrStaleJob) {
 			return ErrJobSkipped
 		}
-		j.Progress = cur.Progress
-		j.State, j.ErrorCode, j.ErrorMessage, j.FinishedAt = JobFailed, code, msg, &now
-		ok, err := tx.UpdateJob(ctx, j, JobRunning)
-		if err != nil || !ok {
-			if err == nil {
-				err = ErrJobSkipped
-			}
-			return err
-		}
-		if err := s.release(ctx, tx, j, j.CreditsReserved); err != nil {
-			return err
-		}
-		return writeEvent(ctx, tx, EventJobFailed, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), now)
-	})
+		return err
+	}
+	*j = next
+	return nil
 }
 
 // NonRetryable lists the codes that fail a job at once: retrying cannot help.

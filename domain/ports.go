@@ -91,6 +91,18 @@ type Admission struct {
 	SpendSince   time.Time
 }
 
+// JobTransition moves a job from a state and attempt count to its new values (Job),
+// with what the move writes: the artifacts, the ledger entries settling its credits
+// (charges and releases on the job's account), the events.
+type JobTransition struct {
+	Job          *Job
+	FromState    string
+	FromAttempts int
+	Artifacts    []*Artifact
+	Ledger       []*LedgerEntry
+	Events       []*Event
+}
+
 // Store is the metadata store. Find methods return ErrNotFound for a missing row.
 // Every method works inside or outside a transaction: InTx hands fn a Store bound to
 // one transaction, and nested InTx calls join it.
@@ -118,6 +130,9 @@ type Store interface {
 	// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 
+	// FindCreditAccountID returns the id of the account of (org, env), creating an empty
+	// one if needed.
+	FindCreditAccountID(ctx context.Context, orgID string, env Environment) (string, error)
 	// FindCreditAccount returns the account of (org, env), creating an empty one if needed.
 	FindCreditAccount(ctx context.Context, orgID string, env Environment) (*CreditAccount, error)
 	// ApplyLedgerEntry appends e and moves the account's running sums in the same
@@ -186,9 +201,13 @@ type Store interface {
 	CreateJob(ctx context.Context, j *Job) error
 	FindJobByID(ctx context.Context, id string) (*Job, error)
 	FindJobs(ctx context.Context, f JobFilter) ([]*Job, bool, error)
-	// UpdateJob writes every column of j where the stored state equals fromState;
-	// false when it did not (a cancel and a claim can never both win).
-	UpdateJob(ctx context.Context, j *Job, fromState string) (bool, error)
+	// TransitionJob writes a job transition all or nothing: ErrStaleJob when the job is
+	// no longer in FromState with FromAttempts, ErrLedgerMismatch when the ledger entries
+	// would take the account's sums below zero; then nothing is written.
+	TransitionJob(ctx context.Context, t *JobTransition) error
+	// UpdateJobProgress sets the progress of a job still running in the given attempt;
+	// false when it is not.
+	UpdateJobProgress(ctx context.Context, id string, attempts, progress int) (bool, error)
 	// FindStaleQueuedJobs returns queued jobs created before a moment, oldest first.
 	FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*Job, error)
 
