@@ -51,6 +51,14 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	w.Handle(TypeSweepIdempotency, sweep("idempotency", func(ctx context.Context) (int, error) {
 		return svc.Store.DeleteExpiredIdempotencyKeys(ctx, time.Now().UTC())
 	}))
+	w.Locally(10*time.Minute, func(context.Context) {
+		n, err := SweepWorkDir(tmpDir, staleWorkDir, time.Now())
+		if err != nil {
+			log.Warn("sweep", "sweep", "work_dir", "count", n, "error", err.Error())
+		} else if n > 0 {
+			log.Info("sweep", "sweep", "work_dir", "count", n)
+		}
+	})
 	w.Periodic("@every 1m", asynq.NewTask(TypeSweepQueuedJobs, nil))
 	w.Periodic("@every 5m", asynq.NewTask(TypeSweepUploads, nil))
 	w.Periodic("@every 10m", asynq.NewTask(TypeSweepIdempotency, nil))

@@ -88,3 +88,31 @@ func (s *Server) enqueuePeriodic(ctx context.Context, e *periodicEntry, at time.
 		s.log.Warn("periodic task not enqueued", "task_type", e.task.Type(), "task_id", id, "error", err.Error())
 	}
 }
+
+// localEntry is housekeeping of this process's own host, run by every worker process.
+type localEntry struct {
+	every time.Duration
+	run   func(ctx context.Context)
+}
+
+// Locally registers run to be called at Start and every period after, in this process
+// only: for what belongs to the host rather than to the cluster (its scratch space).
+// Register before Start.
+func (s *Server) Locally(every time.Duration, run func(ctx context.Context)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.local = append(s.local, &localEntry{every: every, run: run})
+}
+
+func (s *Server) runLocally(ctx context.Context, e *localEntry) {
+	tick := time.NewTicker(e.every)
+	defer tick.Stop()
+	for {
+		e.run(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -120,6 +120,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	periodic []*periodicEntry
+	local    []*localEntry
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown sync.Once
@@ -176,6 +177,13 @@ func (s *Server) Start() error {
 		go func() {
 			defer s.wg.Done()
 			s.runPeriodic(ctx, e)
+		}()
+	}
+	for _, e := range s.local {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runLocally(ctx, e)
 		}()
 	}
 	return nil

@@ -25,6 +25,7 @@ type Config struct {
 	Addr               string
 	StorageAddr        string
 	DataDir            string
+	WorkDir            string
 	DatabaseURL        string
 	RedisURL           string
 	StorageURL         string
@@ -48,7 +49,7 @@ type setting struct {
 type rawConfig struct {
 	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
-	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll                      string
+	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir             string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -56,6 +57,7 @@ func (rc *rawConfig) settings() []setting {
 		{"addr", "FILEMILL_ADDR", "127.0.0.1:8080", "API listen address", &rc.addr},
 		{"storage-addr", "FILEMILL_STORAGE_ADDR", "127.0.0.1:8081", "storage host listen address (local storage)", &rc.storageAddr},
 		{"data-dir", "FILEMILL_DATA_DIR", "./data", "directory for the embedded database, local blobs and secrets", &rc.dataDir},
+		{"work-dir", "FILEMILL_WORK_DIR", "", "scratch space of running jobs, emptied as each ends; a tmpfs saves disk work (default: tmp in the data dir)", &rc.workDir},
 		{"database-url", "FILEMILL_DATABASE_URL", "", "postgres://… or a SQLite path (default: SQLite in the data dir)", &rc.databaseURL},
 		{"redis-url", "FILEMILL_REDIS_URL", "", "redis://host:port/db (default: embedded in-process server)", &rc.redisURL},
 		{"storage-url", "FILEMILL_STORAGE_URL", "", "s3://key:secret@host:port/bucket (default: local disk in the data dir)", &rc.storageURL},
@@ -101,6 +103,12 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	var err error
 	if c.DataDir, err = filepath.Abs(rc.dataDir); err != nil {
 		return nil, fmt.Errorf("FILEMILL_DATA_DIR: %w", err)
+	}
+	c.WorkDir = filepath.Join(c.DataDir, "tmp")
+	if rc.workDir != "" {
+		if c.WorkDir, err = filepath.Abs(rc.workDir); err != nil {
+			return nil, fmt.Errorf("FILEMILL_WORK_DIR: %w", err)
+		}
 	}
 	for _, a := range []struct{ name, v string }{{"FILEMILL_ADDR", c.Addr}, {"FILEMILL_STORAGE_ADDR", c.StorageAddr}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {

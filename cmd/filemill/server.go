@@ -188,7 +188,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	var worker *jobs.Server
 	if roles&roleWorker != 0 {
 		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency, TaskCheckInterval: cfg.WorkerPollInterval}, log)
-		jobs.RegisterTasks(worker, a.svc, filepath.Join(cfg.DataDir, "tmp"), log)
+		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,9 +52,10 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	addr, storageAddr := freeAddr(t), freeAddr(t)
+	work := t.TempDir()
 	env := cleanEnv("FILEMILL_DATABASE_URL="+dbtest.Postgres(t), "FILEMILL_REDIS_URL="+redistest.URL(t),
 		"FILEMILL_DATA_DIR="+dir, "FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+storageAddr,
-		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORKER_CONCURRENCY=1")
+		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORKER_CONCURRENCY=1", "FILEMILL_WORK_DIR="+work)
 	base := "http://" + addr
 
 	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "k", "--project", "p", "--credits", "10", "--json")
@@ -118,4 +120,10 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.EqualValues(t, 1, credits["used"], "charged once: %v", usage)
 	require.EqualValues(t, 0, credits["reserved"])
 	require.EqualValues(t, 9, credits["balance"], fmt.Sprint(usage))
+
+	// The killed worker's scratch directory is left in FILEMILL_WORK_DIR (an hourly-old
+	// one is swept); the second worker removed its own.
+	left, err := filepath.Glob(filepath.Join(work, "job-"+job["id"].(string)+"-*"))
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the killed attempt's only")
 }
