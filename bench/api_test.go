@@ -33,6 +33,8 @@ func report(b *testing.B, r LoadResult) {
 	b.ReportMetric(float64(r.P50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(r.P99.Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(r.Errors), "errors")
+	b.ReportMetric(r.CPU.Busy, "cpu-busy-%")
+	b.ReportMetric(r.CPU.Steal, "cpu-steal-%")
 	b.ReportMetric(0, "ns/op") // the run is time-boxed; per-op time is meaningless here
 }
 

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +18,8 @@ type LoadResult struct {
 	Errors   int64
 	Elapsed  time.Duration
 	P50, P99 time.Duration
+	// CPU is the machine's use of its processors during the run (zero where unknown).
+	CPU CPUUse
 }
 
 // RPS is requests completed per second.
@@ -29,6 +34,7 @@ func Drive(ctx context.Context, workers int, d time.Duration, do func(ctx contex
 	var reqs, errs atomic.Int64
 	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
+	cpu0 := readCPU()
 	start := time.Now()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -49,7 +55,7 @@ func Drive(ctx context.Context, workers int, d time.Duration, do func(ctx contex
 		}(w)
 	}
 	wg.Wait()
-	res := LoadResult{Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start)}
+	res := LoadResult{Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start), CPU: readCPU().since(cpu0)}
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -68,4 +74,40 @@ func NewClient(workers int) *http.Client {
 	t.MaxIdleConns = workers * 2
 	t.MaxIdleConnsPerHost = workers * 2
 	return &http.Client{Transport: t, Timeout: 30 * time.Second}
+}
+
+// CPUUse is the share of the machine's processor time in each use over a period,
+// in percent. Steal is time the hypervisor gave to other machines: on a shared host it
+// explains a run slower than its neighbours.
+type CPUUse struct{ Busy, Idle, Steal float64 }
+
+// cpuTimes are the cumulative counters of /proc/stat's first line.
+type cpuTimes struct{ busy, idle, steal uint64 }
+
+// readCPU reads the machine's processor counters (Linux); zero elsewhere.
+func readCPU() cpuTimes {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var v [8]uint64
+	for i := range v {
+		v[i], _ = strconv.ParseUint(f[i+1], 10, 64)
+	}
+	// user nice system idle iowait irq softirq steal
+	return cpuTimes{busy: v[0] + v[1] + v[2] + v[5] + v[6], idle: v[3] + v[4], steal: v[7]}
+}
+
+func (c cpuTimes) since(before cpuTimes) CPUUse {
+	busy, idle, steal := float64(c.busy-before.busy), float64(c.idle-before.idle), float64(c.steal-before.steal)
+	total := busy + idle + steal
+	if total == 0 {
+		return CPUUse{}
+	}
+	return CPUUse{Busy: 100 * busy / total, Idle: 100 * idle / total, Steal: 100 * steal / total}
 }
