@@ -194,9 +194,7 @@ func TestAdmissionLimitsAreExact(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		tn := setupTenants(t, s)
-		acct, err := s.FindCreditAccount(ctx, tn.org.ID, domain.EnvLive)
-		require.NoError(t, err)
-		require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerGrant, 100000)))
+		acct := funded(t, s, tn.org.ID, 100000)
 		active := func(prj *domain.Project) int {
 			facts, err := s.FindAdmissionFacts(ctx, domain.AdmissionQuery{OrganizationID: tn.org.ID, Environment: domain.EnvLive,
 				FileIDs: []string{fileIn(t, s, prj)}})

@@ -20,6 +20,15 @@ func entry(acct *domain.CreditAccount, kind string, amount int64) *domain.Ledger
 		Amount: amount, Description: kind, CreatedAt: now()}
 }
 
+// funded returns the organization's live credit account with amount granted.
+func funded(t *testing.T, s *db.Store, orgID string, amount int64) *domain.CreditAccount {
+	t.Helper()
+	acct, err := s.FindCreditAccount(context.Background(), orgID, domain.EnvLive)
+	require.NoError(t, err)
+	require.NoError(t, s.ApplyLedgerEntry(context.Background(), entry(acct, domain.LedgerGrant, amount)))
+	return acct
+}
+
 func requireAccount(t *testing.T, s *db.Store, acct *domain.CreditAccount, balance, reserved, used int64) {
 	t.Helper()
 	got, err := s.FindCreditAccount(context.Background(), acct.OrganizationID, acct.Environment)
@@ -191,9 +200,7 @@ func TestConcurrentReserves(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		tn := setupTenants(t, s)
-		acct, err := s.FindCreditAccount(ctx, tn.org.ID, domain.EnvLive)
-		require.NoError(t, err)
-		require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerGrant, 150)))
+		acct := funded(t, s, tn.org.ID, 150)
 
 		var ok, refused atomic.Int64
 		var wg sync.WaitGroup
@@ -249,9 +256,7 @@ func TestKeySpend(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		tn := setupTenants(t, s)
-		acct, err := s.FindCreditAccount(ctx, tn.org.ID, domain.EnvLive)
-		require.NoError(t, err)
-		require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerGrant, 1000)))
+		acct := funded(t, s, tn.org.ID, 1000)
 
 		key, otherKey := domain.NewID(domain.PrefixAPIKey), domain.NewID(domain.PrefixAPIKey)
 		old := now().Add(-48 * time.Hour)

@@ -75,9 +75,7 @@ func TestJobs(t *testing.T) {
 			require.Equal(t, 40, got.Progress)
 		})
 		t.Run("TransitionWritesEverythingOrNothing", func(t *testing.T) {
-			acct, err := s.FindCreditAccount(ctx, tn.org.ID, domain.EnvLive)
-			require.NoError(t, err)
-			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerGrant, 10)))
+			acct := funded(t, s, tn.org.ID, 10)
 			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerReserve, 5)))
 			id, err := s.FindCreditAccountID(ctx, tn.org.ID, domain.EnvLive)
 			require.NoError(t, err)
