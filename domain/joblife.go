@@ -299,7 +299,8 @@ func (s *Jobs) CancelJob(ctx context.Context, p *Principal, id string) (*Job, er
 	if err != nil {
 		return nil, err
 	}
-	for {
+	// A second look is enough: a job that left "queued" never comes back to it.
+	for range 2 {
 		if j.State == JobCancelled {
 			return j, nil
 		}
@@ -322,6 +323,7 @@ func (s *Jobs) CancelJob(ctx context.Context, p *Principal, id string) (*Job, er
 			return nil, err
 		}
 	}
+	return nil, fmt.Errorf("cancel job %s: it keeps moving", id)
 }
 
 // transition moves j to next in one write, with its artifacts, the event of the new
