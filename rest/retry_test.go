@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,48 @@ func TestRetries(t *testing.T) {
 		defer w.Shutdown()
 		require.Equal(t, "succeeded", b.waitJob(b.liveA, id)["state"])
 	})
+}
+
+// pagedEngine reports progress the way a page-wise engine does, one step at a time when
+// told to, then runs the real engine.
+type pagedEngine struct {
+	domain.Engine
+	steps []int
+	next  chan struct{}
+}
+
+func (p *pagedEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
+	for _, pct := range p.steps {
+		select {
+		case <-p.next:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		in.Progress(pct)
+	}
+	<-p.next
+	return p.Engine.Run(ctx, in)
+}
+
+// TestProgressAdvances: what an engine reports of its progress is what the job shows
+// while it runs.
+func TestProgressAdvances(t *testing.T) {
+	t.Parallel()
+	paged := &pagedEngine{steps: []int{25, 50, 75}, next: make(chan struct{})}
+	b := setup(t, setupOpts{worker: true, engine: func(e domain.Engine) domain.Engine { paged.Engine = e; return paged }})
+	f := b.readyFile(b.liveA, "p.pdf", []byte(minimalPDF))
+	r := b.createJob(b.liveA, map[string]any{"file_id": f, "operation": "inspect"})
+	require.Equal(t, 202, r.status, string(r.body))
+	id := r.json(t)["id"].(string)
+	progress := func() any {
+		return b.do(req{method: "GET", path: "/v1/jobs/" + id, key: b.liveA}).json(t)["progress"]
+	}
+	for _, want := range []float64{25, 50, 75} {
+		paged.next <- struct{}{}
+		require.Eventually(t, func() bool { return progress() == want }, 10*time.Second, 10*time.Millisecond, "progress %v", want)
+	}
+	paged.next <- struct{}{}
+	done := b.waitJob(b.liveA, id)
+	require.Equal(t, "succeeded", done["state"])
+	require.EqualValues(t, 100, done["progress"])
 }
