@@ -263,15 +263,16 @@ func newAdmissionBatcher(write func(context.Context, []*domain.Admission) error)
 }
 
 // writeAdmissionBatch writes a batch at once; when that is refused (one member short of
-// credits or over a limit), it writes the members one by one, so each gets its own
-// answer.
+// credits, over a limit, or in conflict with a row already written), it writes the
+// members one by one, so each gets its own answer. Any other failure (the database
+// unreachable, a timeout) is every member's: trying each alone would only repeat it.
 func writeAdmissionBatch(ctx context.Context, write func(context.Context, []*domain.Admission) error, batch []*pendingAdmission) {
 	as := make([]*domain.Admission, len(batch))
 	for i, p := range batch {
 		as[i] = p.a
 	}
 	err := write(ctx, as)
-	if err != nil && len(batch) > 1 {
+	if refusal(err) && len(batch) > 1 {
 		for _, p := range batch {
 			p.err = write(ctx, []*domain.Admission{p.a})
 		}
@@ -280,4 +281,11 @@ func writeAdmissionBatch(ctx context.Context, write func(context.Context, []*dom
 	for _, p := range batch {
 		p.err = err
 	}
+}
+
+// refusal reports whether an admission write was refused by what one of its admissions
+// asked for, rather than failed.
+func refusal(err error) bool {
+	return errors.Is(err, domain.ErrInsufficientCredits) || errors.Is(err, domain.ErrConcurrencyLimit) ||
+		errors.Is(err, domain.ErrSpendLimit) || errors.Is(err, domain.ErrDuplicate)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +127,38 @@ func TestAdmissionBatcher(t *testing.T) {
 		require.ErrorIs(t, got[rest[1].Jobs[0].ID], domain.ErrInsufficientCredits, "only the member refused on its own")
 		require.NoError(t, got[rest[2].Jobs[0].ID])
 		require.Len(t, w.groups, 1+1+3, "the first, the refused group, then each member alone")
+	})
+
+	t.Run("FailedGroupIsNotRetriedMemberByMember", func(t *testing.T) {
+		t.Parallel()
+		down := errors.New("connection refused")
+		var writes atomic.Int32
+		release := make(chan struct{})
+		started := make(chan struct{}, 10)
+		q := &Store{admissions: newAdmissionBatcher(func(context.Context, []*domain.Admission) error {
+			if writes.Add(1) == 1 {
+				started <- struct{}{}
+				<-release
+			}
+			return down
+		})}
+		first := jobsAdmission("acct_a", 1)
+		errs := make(chan error, 4)
+		go func() { errs <- q.AdmitJobs(context.Background(), first) }()
+		<-started
+		for range 3 {
+			go func() { errs <- q.AdmitJobs(context.Background(), jobsAdmission("acct_a", 1)) }()
+		}
+		require.Eventually(t, func() bool {
+			q.admissions.mu.Lock()
+			defer q.admissions.mu.Unlock()
+			return len(q.admissions.waiting["acct_a"]) == 3
+		}, 5*time.Second, time.Millisecond)
+		close(release)
+		for range 4 {
+			require.ErrorIs(t, <-errs, down)
+		}
+		require.EqualValues(t, 2, writes.Load(), "the first alone, then the three together, once")
 	})
 
 	t.Run("GroupsStayUnderTheJobBound", func(t *testing.T) {
