@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -63,19 +66,18 @@ type idempotencyRow struct {
 
 // findIdempotencyRecord reads the claim of a key with its answer.
 func (s *Store) findIdempotencyRecord(ctx context.Context, orgID, endpoint, key string) (*domain.IdempotencyRecord, error) {
-	var row idempotencyRow
-	err := s.r().NewSelect().TableExpr("idempotency_records AS r").
-		ColumnExpr("r.*").
-		ColumnExpr("a.record_id IS NOT NULL AS answered, a.response_status, a.response_headers, a.response_body").
-		Join("LEFT JOIN idempotency_answers AS a ON a.record_id = r.id").
-		Where("r.organization_id = ?", orgID).Where("r.endpoint = ?", endpoint).Where(`r."key" = ?`, key).
-		Limit(1).Scan(ctx, &row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("idempotency record: %w", domain.ErrNotFound)
-	}
+	rows, err := s.queryHot(ctx, s.r(), s.idempotencyRecordQuery(), orgID, endpoint, key)
 	if err != nil {
 		return nil, fmt.Errorf("find idempotency record: %w", err)
 	}
+	var found []idempotencyRow
+	if err := s.db.ScanRows(ctx, rows, &found); err != nil {
+		return nil, fmt.Errorf("find idempotency record: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("idempotency record: %w", domain.ErrNotFound)
+	}
+	row := &found[0]
 	rec := inUTC(&row.IdempotencyRecord)
 	rec.State = domain.IdempotencyInProgress
 	if row.Answered {
@@ -83,6 +85,28 @@ func (s *Store) findIdempotencyRecord(ctx context.Context, orgID, endpoint, key 
 		rec.ResponseHeaders, rec.ResponseBody = row.ResponseHeaders, row.ResponseBody
 	}
 	return rec, nil
+}
+
+// idempotencyRecordQueries holds the read of a key's claim with its answer — every replay
+// runs it — built once from the claims table's columns.
+var idempotencyRecordQueries struct {
+	once sync.Once
+	q    *hotQuery
+}
+
+func (s *Store) idempotencyRecordQuery() *hotQuery {
+	q := &idempotencyRecordQueries
+	q.once.Do(func() {
+		var cols []string
+		for _, f := range s.db.Table(reflect.TypeFor[domain.IdempotencyRecord]()).Fields {
+			cols = append(cols, "r."+string(f.SQLName))
+		}
+		q.q = newHotQuery(`SELECT ` + strings.Join(cols, ", ") + `,
+	a.record_id IS NOT NULL AS answered, a.response_status, a.response_headers, a.response_body
+FROM idempotency_records AS r LEFT JOIN idempotency_answers AS a ON a.record_id = r.id
+WHERE r.organization_id = ? AND r.endpoint = ? AND r."key" = ?`)
+	})
+	return q.q
 }
 
 // ClaimIdempotencyKey inserts rec unless a record with the same (organization, endpoint,
