@@ -57,7 +57,7 @@ func (rc *rawConfig) settings() []setting {
 		{"addr", "FILEMILL_ADDR", "127.0.0.1:8080", "API listen address", &rc.addr},
 		{"storage-addr", "FILEMILL_STORAGE_ADDR", "127.0.0.1:8081", "storage host listen address (local storage)", &rc.storageAddr},
 		{"data-dir", "FILEMILL_DATA_DIR", "./data", "directory for the embedded database, local blobs and secrets", &rc.dataDir},
-		{"work-dir", "FILEMILL_WORK_DIR", "", "scratch space of running jobs, emptied as each ends; a tmpfs saves disk work (default: tmp in the data dir)", &rc.workDir},
+		{"work-dir", "FILEMILL_WORK_DIR", "", "scratch space of running jobs, a directory per attempt removed as it ends (default: tmp in the data dir)", &rc.workDir},
 		{"database-url", "FILEMILL_DATABASE_URL", "", "postgres://… or a SQLite path (default: SQLite in the data dir)", &rc.databaseURL},
 		{"redis-url", "FILEMILL_REDIS_URL", "", "redis://host:port/db (default: embedded in-process server)", &rc.redisURL},
 		{"storage-url", "FILEMILL_STORAGE_URL", "", "s3://key:secret@host:port/bucket (default: local disk in the data dir)", &rc.storageURL},
