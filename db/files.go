@@ -98,7 +98,8 @@ func (s *Store) FindOldestReadyFileByHash(ctx context.Context, projectID, sha256
 	})
 }
 
-// CreateArtifact inserts a.
+// CreateArtifact inserts a on its own; jobs store their artifacts with their settlement
+// (TransitionJob).
 func (s *Store) CreateArtifact(ctx context.Context, a *domain.Artifact) error {
 	return insert(ctx, s.w(), "artifact", a.ID, a)
 }

@@ -193,7 +193,6 @@ type Store interface {
 	// FindOldestReadyFileByHash returns the oldest ready file of a project with this hash.
 	FindOldestReadyFileByHash(ctx context.Context, projectID, sha256, excludeID string) (*File, error)
 
-	CreateArtifact(ctx context.Context, a *Artifact) error
 	FindArtifactByID(ctx context.Context, id string) (*Artifact, error)
 	FindArtifactsByFile(ctx context.Context, fileID string) ([]*Artifact, error)
 	FindArtifactsByJob(ctx context.Context, jobID string) ([]*Artifact, error)
