@@ -157,13 +157,14 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		events   = []*domain.Event{}
 		entries  = []*domain.LedgerEntry{}
 		answers  = []*idempotencyAnswer{}
-		sum      int64
 		projects = map[string]*projectAllowance{}
 		keys     = map[string]*spendLimit{}
 		order    []string
-		w        atomicWrite
 	)
 	acct := as[0].AccountID
+	// Made even for free work: its row lock is what orders admissions on the account,
+	// across processes, for the limit checks after it.
+	w := atomicWrite{move: &creditMove{account: acct}}
 	for _, a := range as {
 		if a.AccountID != acct {
 			return fmt.Errorf("admit jobs: admissions on accounts %s and %s in one write", acct, a.AccountID)
@@ -182,11 +183,11 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 			jobs = append(jobs, &row)
 		}
 		events = append(events, eventRows(a.Events)...)
-		moved, n, err := reservation(acct, a.Reserve)
+		moved, err := w.move.add(a.Reserve, domain.LedgerReserve)
 		if err != nil {
-			return err
+			return fmt.Errorf("admit jobs: %w", err)
 		}
-		entries, sum = append(entries, moved...), sum+n
+		entries = append(entries, moved...)
 		if a.Answer != nil {
 			answers = append(answers, answerOf(a.Answer))
 		}
@@ -209,9 +210,6 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 	}
 	// Always the same tables, empty or not, so every admission is one prepared statement.
 	w.inserts = []any{&batches, &jobs, &events, &entries, &answers}
-	// Reserved even for free work: its row lock is what orders admissions on the account,
-	// across processes, for the limit checks after it.
-	w.move = &creditMove{account: acct, balance: -sum, reserved: sum}
 	// The project's jobs admitted before the last admission into it must have left room
 	// under its limit: those now active minus that admission's own.
 	for _, id := range order {
@@ -223,7 +221,7 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 	}
 	err := s.writeAtOnce(ctx, w)
 	if errors.Is(err, errGuardFailed) {
-		return fmt.Errorf("reserve %d on account %s: %w", sum, acct, domain.ErrInsufficientCredits)
+		return fmt.Errorf("reserve %d on account %s: %w", w.move.reserved, acct, domain.ErrInsufficientCredits)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -59,99 +60,91 @@ func findCreditAccount(ctx context.Context, idb bun.IDB, orgID string, env domai
 		})
 }
 
-// ApplyLedgerEntry appends e and moves its account's running sums, all or nothing, in
-// the caller's transaction or a new one. Each movement is one conditional UPDATE checked
-// by rows affected, so concurrent movements never take a sum below zero:
-//
-//	grant    balance += a
-//	reserve  balance -= a, reserved += a   where balance >= a,  else domain.ErrInsufficientCredits
-//	charge   reserved -= a, used += a      where reserved >= a, else domain.ErrLedgerMismatch
-//	release  reserved -= a, balance += a   where reserved >= a, else domain.ErrLedgerMismatch
+// ApplyLedgerEntry appends e and moves its account's running sums (see ledgerEffects),
+// all or nothing, in the caller's transaction or a new one. The move is one conditional
+// UPDATE checked by rows affected, so concurrent movements never take a sum below zero:
+// a reserve larger than the balance is domain.ErrInsufficientCredits, a charge or release
+// larger than what is reserved domain.ErrLedgerMismatch.
 //
 // An amount of 0 writes nothing. An empty e.ID gets a fresh id and a zero e.CreatedAt the
 // current time; the caller sets the rest.
 // domain.ErrNotFound when the account does not exist.
 func (s *Store) ApplyLedgerEntry(ctx context.Context, e *domain.LedgerEntry) error {
-	switch {
-	case e.Amount < 0:
-		return fmt.Errorf("ledger %s of %d: amount must not be negative", e.Kind, e.Amount)
-	case e.Amount == 0:
-		return nil
-	}
-	switch e.Kind {
-	case domain.LedgerGrant, domain.LedgerReserve, domain.LedgerCharge, domain.LedgerRelease:
-	default:
-		return fmt.Errorf("ledger entry kind %q is unknown", e.Kind)
-	}
-	if e.ID == "" {
-		e.ID = domain.NewID(domain.PrefixLedgerEntry)
-	}
-	if e.CreatedAt.IsZero() {
-		// A zero time would hide the entry from every "since" sum.
-		e.CreatedAt = time.Now().UTC()
+	m := &creditMove{account: e.AccountID}
+	moved, err := m.add([]*domain.LedgerEntry{e}, domain.LedgerGrant, domain.LedgerReserve, domain.LedgerCharge, domain.LedgerRelease)
+	if err != nil || len(moved) == 0 {
+		return err
 	}
 	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		return applyLedgerEntry(ctx, tx, e)
+		n, err := m.apply(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("ledger %s %d on account %s: %w", e.Kind, e.Amount, e.AccountID, err)
+		}
+		if n == 0 {
+			exists, err := tx.NewSelect().Model((*domain.CreditAccount)(nil)).Where("id = ?", e.AccountID).Exists(ctx)
+			if err != nil {
+				return fmt.Errorf("ledger %s %d on account %s: %w", e.Kind, e.Amount, e.AccountID, err)
+			}
+			refusal := domain.ErrLedgerMismatch
+			switch {
+			case !exists || e.Kind == domain.LedgerGrant:
+				return fmt.Errorf("credit account %s: %w", e.AccountID, domain.ErrNotFound)
+			case e.Kind == domain.LedgerReserve:
+				refusal = domain.ErrInsufficientCredits
+			}
+			return fmt.Errorf("ledger %s %d on account %s: %w", e.Kind, e.Amount, e.AccountID, refusal)
+		}
+		return insert(ctx, tx, "ledger entry", e.ID, e)
 	})
 }
 
-func applyLedgerEntry(ctx context.Context, idb bun.IDB, e *domain.LedgerEntry) error {
-	a := e.Amount
-	q := idb.NewUpdate().Model((*domain.CreditAccount)(nil)).Where("id = ?", e.AccountID)
-	var refusal error
-	switch e.Kind {
-	case domain.LedgerGrant:
-		q = q.Set("balance = balance + ?", a)
-	case domain.LedgerReserve:
-		q = q.Set("balance = balance - ?", a).Set("reserved = reserved + ?", a).Where("balance >= ?", a)
-		refusal = domain.ErrInsufficientCredits
-	case domain.LedgerCharge:
-		q = q.Set("reserved = reserved - ?", a).Set("used = used + ?", a).Where("reserved >= ?", a)
-		refusal = domain.ErrLedgerMismatch
-	case domain.LedgerRelease:
-		q = q.Set("reserved = reserved - ?", a).Set("balance = balance + ?", a).Where("reserved >= ?", a)
-		refusal = domain.ErrLedgerMismatch
-	}
-	n, err := affected(q.Exec(ctx))
-	if err != nil {
-		return fmt.Errorf("ledger %s %d on account %s: %w", e.Kind, a, e.AccountID, err)
-	}
-	if n == 0 {
-		exists, err := idb.NewSelect().Model((*domain.CreditAccount)(nil)).Where("id = ?", e.AccountID).Exists(ctx)
-		if err != nil {
-			return fmt.Errorf("ledger %s %d on account %s: %w", e.Kind, a, e.AccountID, err)
-		}
-		if !exists || refusal == nil {
-			return fmt.Errorf("credit account %s: %w", e.AccountID, domain.ErrNotFound)
-		}
-		return fmt.Errorf("ledger %s %d on account %s: %w", e.Kind, a, e.AccountID, refusal)
-	}
-	return insert(ctx, idb, "ledger entry", e.ID, e)
+// ledgerEffects is what an entry of each kind adds, per credit, to its account's sums.
+var ledgerEffects = map[string]struct{ balance, reserved, used int64 }{
+	domain.LedgerGrant:   {balance: 1},
+	domain.LedgerReserve: {balance: -1, reserved: 1},
+	domain.LedgerCharge:  {reserved: -1, used: 1},
+	domain.LedgerRelease: {balance: 1, reserved: -1},
 }
 
-// reservation checks an admission's reserve entries on an account, fills their ids and
-// times, and sums them; it returns those that move credits (an amount of 0 writes
-// nothing).
-func reservation(acct string, in []*domain.LedgerEntry) (entries []*domain.LedgerEntry, sum int64, err error) {
+// add checks ledger entries of the given kinds, fills their ids and times, and adds
+// their effects to m, whose account they must all be on (the first one's when m has
+// none yet). It returns the entries that move credits: an amount of 0 writes nothing.
+func (m *creditMove) add(in []*domain.LedgerEntry, kinds ...string) ([]*domain.LedgerEntry, error) {
+	var out []*domain.LedgerEntry
 	for _, e := range in {
 		switch {
-		case e.Kind != domain.LedgerReserve:
-			return nil, 0, fmt.Errorf("reserve credits: entry of kind %q", e.Kind)
-		case e.AccountID != acct:
-			return nil, 0, fmt.Errorf("reserve credits: entry on account %s in an admission on %s", e.AccountID, acct)
+		case !slices.Contains(kinds, e.Kind):
+			return nil, fmt.Errorf("ledger: an entry of kind %q here", e.Kind)
 		case e.Amount < 0:
-			return nil, 0, fmt.Errorf("reserve credits: amount %d must not be negative", e.Amount)
+			return nil, fmt.Errorf("ledger %s of %d: amount must not be negative", e.Kind, e.Amount)
 		case e.Amount == 0:
 			continue
+		case m.account == "":
+			m.account = e.AccountID
+		case e.AccountID != m.account:
+			return nil, fmt.Errorf("ledger: entries on accounts %s and %s in one move", m.account, e.AccountID)
 		}
+		fx := ledgerEffects[e.Kind]
+		m.balance += fx.balance * e.Amount
+		m.reserved += fx.reserved * e.Amount
+		m.used += fx.used * e.Amount
 		if e.ID == "" {
 			e.ID = domain.NewID(domain.PrefixLedgerEntry)
 		}
 		if e.CreatedAt.IsZero() {
+			// A zero time would hide the entry from every "since" sum.
 			e.CreatedAt = time.Now().UTC()
 		}
-		sum += e.Amount
-		entries = append(entries, e)
+		out = append(out, e)
 	}
-	return entries, sum, nil
+	return out, nil
+}
+
+// apply moves the account's sums unless one would go below zero; it reports the rows
+// changed: 0 when refused, or when the account does not exist.
+func (m *creditMove) apply(ctx context.Context, idb bun.IDB) (int64, error) {
+	return affected(idb.NewUpdate().Model((*domain.CreditAccount)(nil)).
+		Set("balance = balance + ?", m.balance).Set("reserved = reserved + ?", m.reserved).Set("used = used + ?", m.used).
+		Where("id = ?", m.account).Where("balance + ? >= 0", m.balance).Where("reserved + ? >= 0", m.reserved).
+		Where("used + ? >= 0", m.used).Exec(ctx))
 }

@@ -76,33 +76,13 @@ func (s *Store) FindBatchByID(ctx context.Context, id string) (*domain.Batch, er
 func (s *Store) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
 	w := atomicWrite{transition: &jobTransition{job: t.Job, fromState: t.FromState, fromAttempts: t.FromAttempts}}
 	artifacts := orEmpty(t.Artifacts)
-	var entries []*domain.LedgerEntry
-	for _, e := range t.Ledger {
-		if e.Amount < 0 {
-			return fmt.Errorf("transition job %s: ledger amount %d is negative", t.Job.ID, e.Amount)
-		}
-		if e.Amount == 0 {
-			continue
-		}
-		if w.move == nil {
-			w.move = &creditMove{account: e.AccountID}
-		}
-		switch {
-		case e.AccountID != w.move.account:
-			return fmt.Errorf("transition job %s: ledger entries on accounts %s and %s", t.Job.ID, w.move.account, e.AccountID)
-		case e.Kind == domain.LedgerCharge:
-			w.move.reserved -= e.Amount
-			w.move.used += e.Amount
-		case e.Kind == domain.LedgerRelease:
-			w.move.reserved -= e.Amount
-			w.move.balance += e.Amount
-		default:
-			return fmt.Errorf("transition job %s: a %q ledger entry", t.Job.ID, e.Kind)
-		}
-		if e.ID == "" {
-			e.ID = domain.NewID(domain.PrefixLedgerEntry)
-		}
-		entries = append(entries, e)
+	move := &creditMove{}
+	entries, err := move.add(t.Ledger, domain.LedgerCharge, domain.LedgerRelease)
+	if err != nil {
+		return fmt.Errorf("transition job %s: %w", t.Job.ID, err)
+	}
+	if len(entries) > 0 {
+		w.move = move
 	}
 	entries, events := orEmpty(entries), eventRows(t.Events)
 	// The same tables every time, empty or not: one prepared statement per shape.

@@ -272,10 +272,7 @@ func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 		if m == nil {
 			return nil
 		}
-		n, err := affected(tx.NewUpdate().Model((*domain.CreditAccount)(nil)).
-			Set("balance = balance + ?", m.balance).Set("reserved = reserved + ?", m.reserved).Set("used = used + ?", m.used).
-			Where("id = ?", m.account).Where("balance + ? >= 0", m.balance).Where("reserved + ? >= 0", m.reserved).
-			Where("used + ? >= 0", m.used).Exec(ctx))
+		n, err := m.apply(ctx, tx)
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
 		}
