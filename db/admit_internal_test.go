@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +19,8 @@ type recordingWriter struct {
 	groups  [][]string // job ids per write
 	started chan struct{}
 	release chan struct{}
-	refuse  map[string]bool // a write containing one of these fails
+	refuse  map[string]bool // a write containing one of these is refused
+	fail    error           // when set, every write fails with it
 }
 
 func newRecordingWriter() *recordingWriter {
@@ -43,6 +43,9 @@ func (w *recordingWriter) write(ctx context.Context, as []*domain.Admission) err
 	w.started <- struct{}{}
 	if first {
 		<-w.release
+	}
+	if w.fail != nil {
+		return w.fail
 	}
 	if refused {
 		return domain.ErrInsufficientCredits
@@ -131,34 +134,15 @@ func TestAdmissionBatcher(t *testing.T) {
 
 	t.Run("FailedGroupIsNotRetriedMemberByMember", func(t *testing.T) {
 		t.Parallel()
-		down := errors.New("connection refused")
-		var writes atomic.Int32
-		release := make(chan struct{})
-		started := make(chan struct{}, 10)
-		q := &Store{admissions: newAdmissionBatcher(func(context.Context, []*domain.Admission) error {
-			if writes.Add(1) == 1 {
-				started <- struct{}{}
-				<-release
-			}
-			return down
-		})}
+		w := newRecordingWriter()
+		w.fail = errors.New("connection refused")
+		q := &Store{admissions: newAdmissionBatcher(w.write)}
 		first := jobsAdmission("acct_a", 1)
-		errs := make(chan error, 4)
-		go func() { errs <- q.AdmitJobs(context.Background(), first) }()
-		<-started
-		for range 3 {
-			go func() { errs <- q.AdmitJobs(context.Background(), jobsAdmission("acct_a", 1)) }()
+		rest := []*domain.Admission{jobsAdmission("acct_a", 1), jobsAdmission("acct_a", 1), jobsAdmission("acct_a", 1)}
+		for _, err := range admitAll(t, q, w, first, rest) {
+			require.ErrorIs(t, err, w.fail)
 		}
-		require.Eventually(t, func() bool {
-			q.admissions.mu.Lock()
-			defer q.admissions.mu.Unlock()
-			return len(q.admissions.waiting["acct_a"]) == 3
-		}, 5*time.Second, time.Millisecond)
-		close(release)
-		for range 4 {
-			require.ErrorIs(t, <-errs, down)
-		}
-		require.EqualValues(t, 2, writes.Load(), "the first alone, then the three together, once")
+		require.Len(t, w.groups, 2, "the first alone, then the three together, once")
 	})
 
 	t.Run("GroupsStayUnderTheJobBound", func(t *testing.T) {
