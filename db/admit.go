@@ -172,6 +172,13 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		if len(a.Jobs) == 0 {
 			return errors.New("admit jobs: an admission without jobs")
 		}
+		// Its limits are those of its jobs' project and key, the same for all.
+		first := a.Jobs[0]
+		for _, j := range a.Jobs {
+			if j.ProjectID != first.ProjectID || j.APIKeyID != first.APIKeyID || j.Environment != first.Environment {
+				return fmt.Errorf("admit jobs: job %s is not of the project, key and environment of job %s", j.ID, first.ID)
+			}
+		}
 		if a.Batch != nil {
 			b := *a.Batch
 			b.Options = jsonObject(b.Options)
@@ -192,19 +199,19 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 			answers = append(answers, answerOf(a.Answer))
 		}
 		if a.ProjectLimit > 0 {
-			pa, ok := projects[a.ProjectID]
+			pa, ok := projects[first.ProjectID]
 			if !ok {
-				pa = &projectAllowance{limit: a.ProjectLimit, env: a.Jobs[0].Environment}
-				projects[a.ProjectID] = pa
-				order = append(order, a.ProjectID)
+				pa = &projectAllowance{limit: a.ProjectLimit, env: first.Environment}
+				projects[first.ProjectID] = pa
+				order = append(order, first.ProjectID)
 			}
 			pa.limit, pa.last = min(pa.limit, a.ProjectLimit), len(a.Jobs)
 		}
 		if a.SpendLimit > 0 {
-			if kl, ok := keys[a.APIKeyID]; ok {
+			if kl, ok := keys[first.APIKeyID]; ok {
 				kl.Allowed = min(kl.Allowed, a.SpendLimit)
 			} else {
-				keys[a.APIKeyID] = &spendLimit{APIKeyID: a.APIKeyID, Since: a.SpendSince, Allowed: a.SpendLimit}
+				keys[first.APIKeyID] = &spendLimit{APIKeyID: first.APIKeyID, Since: a.SpendSince, Allowed: a.SpendLimit}
 			}
 		}
 	}

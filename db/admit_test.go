@@ -18,7 +18,7 @@ import (
 // admission builds an admission of one job per price into p for key, on acct.
 func admission(t *testing.T, p *domain.Project, acct *domain.CreditAccount, key string, batch *domain.Batch, prices ...int64) *domain.Admission {
 	t.Helper()
-	a := &domain.Admission{AccountID: acct.ID, ProjectID: p.ID, APIKeyID: key, Batch: batch}
+	a := &domain.Admission{AccountID: acct.ID, Batch: batch}
 	for _, price := range prices {
 		j := newJob(p, domain.EnvLive)
 		j.CreditsReserved, j.APIKeyID = price, key

@@ -249,7 +249,7 @@ func TestBatches(t *testing.T) {
 		require.NoError(t, err)
 		j := newJob(tn.prj, domain.EnvLive)
 		j.BatchID, j.CreditsReserved = b.ID, 0
-		require.NoError(t, s.AdmitJobs(ctx, &domain.Admission{AccountID: acct.ID, ProjectID: tn.prj.ID, APIKeyID: j.APIKeyID, Batch: b, Jobs: []*domain.Job{j}}))
+		require.NoError(t, s.AdmitJobs(ctx, &domain.Admission{AccountID: acct.ID, Batch: b, Jobs: []*domain.Job{j}}))
 		got, err := s.FindBatchByID(ctx, b.ID)
 		require.NoError(t, err)
 		requireJSONField(t, b.Options, &got.Options)

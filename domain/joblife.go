@@ -168,7 +168,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, 
 			j.BatchID = b.ID
 		}
 	}
-	a := &Admission{AccountID: acct.ID, ProjectID: projectID, APIKeyID: p.Key.ID, Batch: b, Jobs: jobs,
+	a := &Admission{AccountID: acct.ID, Batch: b, Jobs: jobs,
 		ProjectLimit: limit, SpendLimit: p.Key.SpendLimit, SpendSince: MonthStart(now)}
 	for _, j := range jobs {
 		e, err := NewEvent(EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)

@@ -68,9 +68,10 @@ type AdmissionFacts struct {
 	Account  *CreditAccount
 }
 
-// Admission is work admitted at once into one project for one key: a batch (or nil), its
-// jobs, their job.queued events, one reserve ledger entry per job that costs credits, and
-// the answer to the request that asked for it, to be stored with it (or nil).
+// Admission is work admitted at once, on one credit account: a batch (or nil), its jobs
+// (all of one project and one key), their job.queued events, one reserve ledger entry per
+// job that costs credits, and the answer to the request that asked for it, to be stored
+// with it (or nil).
 //
 // Its write enforces the limits, against every admission written before it, whatever
 // process wrote it: the account's balance covers the reservations; when ProjectLimit > 0
@@ -79,8 +80,6 @@ type AdmissionFacts struct {
 // this admission's included, stay within SpendLimit.
 type Admission struct {
 	AccountID    string
-	ProjectID    string
-	APIKeyID     string
 	Batch        *Batch
 	Jobs         []*Job
 	Events       []*Event
