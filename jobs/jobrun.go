@@ -33,30 +33,33 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 		}
 		return err
 	}))
-	sweep := func(name string, run func(ctx context.Context) (int, error)) asynq.Handler {
-		return asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
+	// sweep runs one sweep and logs what it removed; a failure is the caller's to report
+	// (asynq logs a task's, Locally's caller below its own).
+	sweep := func(name string, run func(ctx context.Context) (int, error)) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
 			n, err := run(ctx)
 			if n > 0 {
 				log.Info("sweep", "sweep", name, "count", n)
 			}
 			return err
-		})
+		}
 	}
-	w.Handle(TypeSweepQueuedJobs, sweep("queued_jobs", func(ctx context.Context) (int, error) {
+	task := func(run func(ctx context.Context) error) asynq.Handler {
+		return asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error { return run(ctx) })
+	}
+	w.Handle(TypeSweepQueuedJobs, task(sweep("queued_jobs", func(ctx context.Context) (int, error) {
 		return svc.Jobs.RequeueStale(ctx, time.Minute, 500)
-	}))
-	w.Handle(TypeSweepUploads, sweep("uploads", func(ctx context.Context) (int, error) {
+	})))
+	w.Handle(TypeSweepUploads, task(sweep("uploads", func(ctx context.Context) (int, error) {
 		return svc.Uploads.SweepExpired(ctx, 500)
-	}))
-	w.Handle(TypeSweepIdempotency, sweep("idempotency", func(ctx context.Context) (int, error) {
+	})))
+	w.Handle(TypeSweepIdempotency, task(sweep("idempotency", func(ctx context.Context) (int, error) {
 		return svc.Store.DeleteExpiredIdempotencyKeys(ctx, time.Now().UTC())
-	}))
-	w.Locally(10*time.Minute, func(context.Context) {
-		n, err := SweepWorkDir(tmpDir, staleWorkDir, time.Now())
-		if err != nil {
-			log.Warn("sweep", "sweep", "work_dir", "count", n, "error", err.Error())
-		} else if n > 0 {
-			log.Info("sweep", "sweep", "work_dir", "count", n)
+	})))
+	workDir := sweep("work_dir", func(context.Context) (int, error) { return SweepWorkDir(tmpDir, staleWorkDir, time.Now()) })
+	w.Locally(10*time.Minute, func(ctx context.Context) {
+		if err := workDir(ctx); err != nil {
+			log.Warn("sweep failed", "sweep", "work_dir", "error", err.Error())
 		}
 	})
 	w.Periodic("@every 1m", asynq.NewTask(TypeSweepQueuedJobs, nil))
