@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,8 +31,7 @@ type admissionFactsRow struct {
 }
 
 // admissionFactsQueries holds the admission facts query, built once from the files
-// table's columns (named, not *, so a prepared statement survives a migration that adds
-// one): for one file, the hot path of every job, and for several, a batch's.
+// table's columns: for one file, the hot path of every job, and for several, a batch's.
 var admissionFactsQueries = struct {
 	once      sync.Once
 	one, many *hotQuery
@@ -42,12 +40,9 @@ var admissionFactsQueries = struct {
 func (s *Store) admissionFactsQuery(files int) *hotQuery {
 	q := &admissionFactsQueries
 	q.once.Do(func() {
-		var cols []string
-		for _, f := range s.db.Table(reflect.TypeFor[domain.File]()).Fields {
-			cols = append(cols, "f."+f.Name)
-		}
+		cols := columnList(s.db.Table(reflect.TypeFor[domain.File]()), "f.")
 		build := func(idMatch string) *hotQuery {
-			return newHotQuery(`SELECT ` + strings.Join(cols, ", ") + `,
+			return newHotQuery(`SELECT ` + cols + `,
 	p.concurrency_limit AS project_concurrency_limit,
 	(SELECT count(*) FROM jobs AS j WHERE j.project_id = f.project_id AND j.environment = f.environment
 		AND j.state IN (` + activeStates + `)) AS project_active,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -97,11 +96,7 @@ var idempotencyRecordQueries struct {
 func (s *Store) idempotencyRecordQuery() *hotQuery {
 	q := &idempotencyRecordQueries
 	q.once.Do(func() {
-		var cols []string
-		for _, f := range s.db.Table(reflect.TypeFor[domain.IdempotencyRecord]()).Fields {
-			cols = append(cols, "r."+string(f.SQLName))
-		}
-		q.q = newHotQuery(`SELECT ` + strings.Join(cols, ", ") + `,
+		q.q = newHotQuery(`SELECT ` + columnList(s.db.Table(reflect.TypeFor[domain.IdempotencyRecord]()), "r.") + `,
 	a.record_id IS NOT NULL AS answered, a.response_status, a.response_headers, a.response_body
 FROM idempotency_records AS r LEFT JOIN idempotency_answers AS a ON a.record_id = r.id
 WHERE r.organization_id = ? AND r.endpoint = ? AND r."key" = ?`)

@@ -199,11 +199,7 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 		checks = append(checks, "WHEN NOT EXISTS (SELECT 1 FROM transitioned) THEN filemill_assert(false, '"+transitionFailed+"')")
 	}
 	for i, t := range tables {
-		cols := make([]string, len(t.Fields))
-		for j, f := range t.Fields {
-			cols[j] = string(f.SQLName)
-		}
-		list := strings.Join(cols, ", ")
+		list := columnList(t, "")
 		name := fmt.Sprintf("i%d", i)
 		ctes = append(ctes, fmt.Sprintf("%s AS (INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, ?)%s RETURNING 1)",
 			name, t.SQLName, list, list, t.SQLName, onlyIfMoved))
@@ -301,6 +297,17 @@ func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 		}
 		return nil
 	})
+}
+
+// columnList names a table's columns for a statement, each after prefix (a table alias
+// and a dot, or nothing). Columns are named rather than *, so a prepared statement
+// survives a migration that adds one.
+func columnList(t *schema.Table, prefix string) string {
+	cols := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		cols[i] = prefix + string(f.SQLName)
+	}
+	return strings.Join(cols, ", ")
 }
 
 // sliceTable is the table of a pointer to a slice of models.
