@@ -107,14 +107,26 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := jsonBody(v)
 	if err != nil {
 		slog.Error("encode response", "error", err)
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"internal_error","message":"internal error","request_id":""}}`)
+		b = []byte(`{"error":{"code":"internal_error","message":"internal error","request_id":""}}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.Header().Set("Content-Type", jsonContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+}
+
+// jsonContentType is the Content-Type of every JSON answer.
+const jsonContentType = "application/json"
+
+// jsonBody is the body of a JSON answer: v, then a newline.
+func jsonBody(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }

@@ -144,14 +144,14 @@ func answer(r *http.Request, status int, v any) (*domain.IdempotencyRecord, erro
 	if ir == nil {
 		return nil, nil
 	}
-	body, err := json.Marshal(v)
+	body, err := jsonBody(v)
 	if err != nil {
 		return nil, err
 	}
 	rec := *ir.rec
 	rec.State, rec.ResponseStatus = domain.IdempotencyDone, status
-	rec.ResponseHeaders = map[string]string{"Content-Type": "application/json"}
-	rec.ResponseBody = append(body, '\n')
+	rec.ResponseHeaders = map[string]string{"Content-Type": jsonContentType}
+	rec.ResponseBody = body
 	ir.answer = &rec
 	return &rec, nil
 }
