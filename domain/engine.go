@@ -21,8 +21,23 @@ type EngineInput struct {
 	ByteSize  int64
 	SHA256    string // "" outside the hash window
 	WorkDir   string // an empty directory for outputs
+	// Pages is the input's page count as measured at completion; 0 when unknown.
+	Pages int
+	// Inputs are the further inputs of an operation that takes several files
+	// (pdf.merge's options.file_ids), in order, each already on local disk.
+	Inputs []EngineFile
 	// Progress reports 0–100 for page-wise work; may be nil.
 	Progress func(percent int)
+}
+
+// EngineFile is one further input of a run, on local disk.
+type EngineFile struct {
+	FileID   string
+	Path     string
+	Filename string
+	Format   Format
+	ByteSize int64
+	Pages    int // 0 when unknown
 }
 
 // EngineOutput is what a run produced.
