@@ -438,7 +438,7 @@ func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact,
 		if err := os.Mkdir(work, 0o700); err != nil {
 			return nil, 0, err
 		}
-		out, err := eng.Run(ctx, EngineInput{Operation: step, Options: j.Options, Path: input, Filename: f.Filename,
+		out, err := eng.Run(ctx, EngineInput{Operation: step, Options: j.Options, Path: input, Filename: SafeName(f.Filename),
 			Format: Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}, ByteSize: f.ByteSize, SHA256: f.SHA256,
 			WorkDir: work, Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
