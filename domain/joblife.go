@@ -121,6 +121,9 @@ type admission struct {
 // order of the files. Codes: those of newJob, invalid_request (files of several
 // projects), concurrency_limit, key_spend_limit, credits_exhausted, payment_required.
 func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, []*Job, error) {
+	if err := CheckJSONText("options", req.options); err != nil {
+		return nil, nil, err
+	}
 	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
 		Environment: p.Environment(), FileIDs: req.fileIDs})
 	if err != nil {

@@ -411,7 +411,22 @@ func TestUploadRequestErrors(t *testing.T) {
 		{"TooManyFormats", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": make([]string, 33)}}, 400, domain.CodeInvalidRequest, "validation.formats"},
 		{"EmptyFormats", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": []string{}}}, 400, domain.CodeInvalidRequest, "validation.formats"},
 		{"BadMaxBytes", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"max_bytes": 0}}, 400, domain.CodeInvalidRequest, "validation.max_bytes"},
-		{"UnknownValidationField", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"colour": 1}}, 400, domain.CodeInvalidRequest, "colour"},
+		{"UnknownValidationField", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"colour": 1}}, 400, domain.CodeInvalidRequest, "validation.colour"},
+		{"NULInFilename", map[string]any{"filename": "a\x00b", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"ControlCharacterInFilename", map[string]any{"filename": "a\u001bb", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"LoneSurrogateInFilename", `{"filename": "a\udc00b", "byte_size": 1}`, 400, domain.CodeInvalidRequest, "filename"},
+		{"InvalidUTF8InFilename", "{\"filename\": \"a\xffb\", \"byte_size\": 1}", 400, domain.CodeInvalidRequest, "filename"},
+		{"LongNameInCharacters", map[string]any{"filename": strings.Repeat("é", 1025), "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"DotName", map[string]any{"filename": ".", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"DotDotName", map[string]any{"filename": "..", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"BlankName", map[string]any{"filename": "  ", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"NULInMIMEType", map[string]any{"filename": "a", "byte_size": 1, "mime_type": "text/pl\x00ain"}, 400, domain.CodeInvalidRequest, "mime_type"},
+		{"NULInMIMEParameter", map[string]any{"filename": "a", "byte_size": 1, "mime_type": "text/plain; name=\"a\x00b\""}, 400, domain.CodeInvalidRequest, "mime_type"},
+		{"UnknownFormat", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": []string{"pdf", "pdff"}}}, 400, domain.CodeInvalidRequest, "validation.formats[1]"},
+		{"DuplicateKey", `{"filename": "a", "byte_size": 1, "byte_size": 2}`, 400, domain.CodeInvalidRequest, "byte_size"},
+		{"FieldInAnotherCase", `{"filename": "a", "Byte_Size": 1}`, 400, domain.CodeInvalidRequest, "Byte_Size"},
+		{"NestedFieldInAnotherCase", `{"filename": "a", "byte_size": 1, "validation": {"Max_Bytes": 3}}`, 400, domain.CodeInvalidRequest, "validation.Max_Bytes"},
+		{"TooDeep", `{"filename": "a", "byte_size": 1, "validation": {"formats": [[[[[[[[[["pdf"]]]]]]]]]]}}`, 400, domain.CodeInvalidRequest, "validation.formats[0][0][0][0][0][0][0][0]"},
 		{"BadProject", map[string]any{"filename": "a", "byte_size": 1, "project_id": "nope"}, 400, domain.CodeInvalidRequest, "project_id"},
 		{"OtherOrgProject", map[string]any{"filename": "a", "byte_size": 1, "project_id": b.orgB.Project.ID}, 404, domain.CodeNotFound, "project_id"},
 	}
@@ -424,6 +439,30 @@ func TestUploadRequestErrors(t *testing.T) {
 			require.Equal(t, c.param, e["param"])
 		})
 	}
+	t.Run("NestingRefusalSaysSo", func(t *testing.T) {
+		r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: `{"validation": {"formats": [[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]}}`})
+		require.Equal(t, 400, r.status, string(r.body))
+		require.Contains(t, r.json(t)["error"].(map[string]any)["message"], "more than 10 deep")
+	})
+	t.Run("BodyThatIsNotJSON", func(t *testing.T) {
+		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
+			r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: `{"filename": "a", "byte_size": 1}`,
+				header: map[string]string{"Content-Type": ct}})
+			require.Equal(t, 400, r.status, "%q: %s", ct, r.body)
+			require.Equal(t, "Content-Type", r.json(t)["error"].(map[string]any)["param"])
+		}
+		r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: `{"filename": "a", "byte_size": 1}`,
+			header: map[string]string{"Content-Type": "application/json; charset=utf-8"}})
+		require.Equal(t, 201, r.status, string(r.body))
+	})
+	t.Run("NamesAreKeptAsGiven", func(t *testing.T) {
+		for _, name := range []string{strings.Repeat("é", 1024), "../../x", `a\b:c*?.txt`} {
+			u := b.openUpload(b.liveA, name, 3, map[string]any{"mime_type": "text/plain; charset=utf-8"})
+			require.Equal(t, name, u["filename"])
+			f := b.do(req{method: "GET", path: "/v1/files/" + u["file_id"].(string), key: b.liveA}).json(t)
+			require.Equal(t, name, f["filename"])
+		}
+	})
 	t.Run("OtherOrganizationsUploadIs404", func(t *testing.T) {
 		u := b.openUpload(b.keyB, "b.bin", 3, nil)
 		for _, r := range []response{
@@ -538,4 +577,28 @@ func tamper(url string) string {
 		c = '1'
 	}
 	return url[:i] + string(c) + url[i+1:]
+}
+
+// TestStoredStringsAreText sends strings the database cannot hold (a NUL, invalid
+// UTF-8) in the other stored fields: each is refused with 400 naming the field, never
+// a 500 from the database.
+func TestStoredStringsAreText(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.uploadFile(b.liveA, "t.txt", []byte("some text"), nil)
+	require.Equal(t, 200, f.status, string(f.body))
+	fileID := f.json(t)["id"].(string)
+	for _, c := range []struct {
+		path, param string
+		body        any
+	}{
+		{"/v1/jobs", "options", `{"file_id": "` + fileID + `", "operation": "pdf.pages", "options": {"pages": "1\u0000"}}`},
+		{"/v1/jobs", "options.pages", "{\"file_id\": \"" + fileID + "\", \"operation\": \"pdf.pages\", \"options\": {\"pages\": \"1\xff\"}}"},
+		{"/v1/batches", "options", `{"file_ids": ["` + fileID + `"], "operation": "pdf.pages", "options": {"pages": "\u0000"}}`},
+		{"/v1/webhook-endpoints", "url", map[string]any{"url": "https://example.com/\u0085", "enabled_events": []string{"file.ready"}}},
+	} {
+		r := b.do(req{method: "POST", path: c.path, key: b.liveA, idem: idem(), body: c.body})
+		require.Equal(t, 400, r.status, "%s: %s", c.path, r.body)
+		require.Equal(t, c.param, r.json(t)["error"].(map[string]any)["param"], "%s: %s", c.path, r.body)
+	}
 }
