@@ -581,3 +581,49 @@ func requireErrorBody(t *testing.T, resp *http.Response, body []byte, code strin
 	require.True(t, domain.ValidID(domain.PrefixRequest, e.Error.RequestID), "request_id %q", e.Error.RequestID)
 	require.Equal(t, resp.Header.Get("X-Request-Id"), e.Error.RequestID)
 }
+
+// TestLocalRefusalsHaveTheErrorShape checks every kind of refusal of the storage host,
+// ServeContent's own 416 included: the API's error shape with the answer's request id.
+func TestLocalRefusalsHaveTheErrorShape(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	k, data := storagetest.Key(), storagetest.Bytes(100)
+	require.NoError(t, b.blobs.Put(ctx, k, bytes.NewReader(data), 100))
+	gu, err := b.blobs.PresignGet(ctx, k, time.Minute, domain.Download{Name: "a.bin"})
+	require.NoError(t, err)
+	missing, err := b.blobs.PresignGet(ctx, storagetest.Key(), time.Minute, domain.Download{})
+	require.NoError(t, err)
+	id, pu, h := storagetest.Open(t, b.blobs, storagetest.Key(), 10)
+
+	for name, tc := range map[string]struct {
+		do     func() (*http.Response, []byte)
+		status int
+		code   string
+	}{
+		"RangeNotSatisfiable": {func() (*http.Response, []byte) { return storagetest.Get(t, gu, "bytes=500-") }, http.StatusRequestedRangeNotSatisfiable, "invalid_request"},
+		"NoSuchObject":        {func() (*http.Response, []byte) { return storagetest.Get(t, missing, "") }, http.StatusNotFound, "not_found"},
+		"BadSignature":        {func() (*http.Response, []byte) { return storagetest.Get(t, storagetest.FlipSignature(t, gu), "") }, http.StatusForbidden, "forbidden"},
+		"TooLarge":            {func() (*http.Response, []byte) { return storagetest.Put(t, pu, h, storagetest.Bytes(11), 11) }, http.StatusRequestEntityTooLarge, "payload_too_large"},
+		"NoLength":            {func() (*http.Response, []byte) { return storagetest.Put(t, pu, h, storagetest.Bytes(10), -1) }, http.StatusLengthRequired, "invalid_request"},
+		"WrongPath": {func() (*http.Response, []byte) {
+			r, err := http.Get(b.url + "/elsewhere")
+			require.NoError(t, err)
+			defer r.Body.Close()
+			body, _ := io.ReadAll(r.Body)
+			return r, body
+		}, http.StatusNotFound, "not_found"},
+	} {
+		resp, body := tc.do()
+		require.Equal(t, tc.status, resp.StatusCode, "%s: %s", name, body)
+		requireErrorBody(t, resp, body, tc.code)
+		require.Empty(t, resp.Header.Get("Content-Disposition"), name)
+	}
+	// Ended: consumed.
+	require.NoError(t, b.blobs.AbortUpload(ctx, storagetest.Key(), id)) // another key: not this upload
+	resp, body := storagetest.Put(t, pu, h, storagetest.Bytes(10), 10)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	resp, body = storagetest.Put(t, pu, h, storagetest.Bytes(10), 10)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+	requireErrorBody(t, resp, body, "upload_session_consumed")
+}
