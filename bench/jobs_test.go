@@ -38,7 +38,7 @@ func BenchmarkCreateJob(b *testing.B) {
 		j := &domain.Job{ID: domain.NewID(domain.PrefixJob), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID,
 			Environment: f.Environment, FileID: f.ID, Operation: "inspect", Options: json.RawMessage("{}"),
 			State: domain.JobQueued, CreatedAt: time.Now()}
-		return s.store.CreateJob(ctx, j) == nil && s.queue.EnqueueJob(ctx, j.ID) == nil
+		return s.store.CreateJob(ctx, j) == nil && s.queue.EnqueueJob(ctx, domain.JobTask{JobID: j.ID}) == nil
 	}
 	// No worker runs here, so without help the backlog would grow without bound, which
 	// the project's concurrency limit forbids in service. A stand-in for the workers

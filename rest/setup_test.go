@@ -21,6 +21,7 @@ import (
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
@@ -88,15 +89,19 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.store != nil {
 		svcStore = o.store(store)
 	}
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	engines := map[string]domain.Engine{"inspect": engine}
 	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Engines: map[string]domain.Engine{"inspect": engine}})
+		Registry: reg, Engines: engines})
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	if o.worker {
 		// Retries come quickly here; their spacing is the jobs package's concern.
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
-			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond }},
+			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
+			Pools:          jobs.EnginePools(reg, engines, func(string) int { return 4 })},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
 		require.NoError(t, w.Start())
