@@ -40,7 +40,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01RUN"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
 			select {
 			case p := <-ran:
 				require.Equal(t, "job_01RUN", p.JobID)
@@ -51,7 +51,7 @@ func TestServer(t *testing.T) {
 			// Completed and retained: enqueueing the finished job again does not run it
 			// again. It enqueues nothing at all: the retained task is the same one, and the
 			// queue holds no other to run.
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01RUN"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
 			again, err := b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01RUN")
 			require.NoError(t, err)
 			require.Equal(t, asynq.TaskStateCompleted, again.State)
@@ -71,7 +71,7 @@ func TestServer(t *testing.T) {
 					return fmt.Errorf("decode page 3: %w", domain.Errorf(domain.CodeCorruptedFile, "the PDF's xref table is broken"))
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01CORRUPT"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01CORRUPT"}))
 			info := b.waitState(t, "job_01CORRUPT", asynq.TaskStateArchived)
 			require.Contains(t, info.LastErr, "corrupted_file")
 			// Archived is final: an archived task is never run again, so one attempt is all.
@@ -93,7 +93,7 @@ func TestServer(t *testing.T) {
 					return errors.New("libreoffice crashed")
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01FLAKY"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01FLAKY"}))
 			info := b.waitState(t, "job_01FLAKY", asynq.TaskStateArchived)
 			require.EqualValues(t, 3, attempts.Load(), "one attempt and two retries")
 			require.Equal(t, 2, info.Retried)
@@ -112,7 +112,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01SECOND"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SECOND"}))
 			b.waitState(t, "job_01SECOND", asynq.TaskStateCompleted)
 			require.EqualValues(t, 2, attempts.Load())
 		})
@@ -132,7 +132,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01GRACEFUL"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01GRACEFUL"}))
 			<-started
 			s.Shutdown()
 			select {
@@ -155,7 +155,7 @@ func TestServer(t *testing.T) {
 					return ctx.Err()
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01SLOW"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SLOW"}))
 			<-started
 			begin := time.Now()
 			s.Shutdown()
