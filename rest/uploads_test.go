@@ -584,7 +584,7 @@ func tamper(url string) string {
 // a 500 from the database.
 func TestStoredStringsAreText(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := platformSetup(t) // t.pages takes a list of strings as an option
 	f := b.uploadFile(b.liveA, "t.txt", []byte("some text"), nil)
 	require.Equal(t, 200, f.status, string(f.body))
 	fileID := f.json(t)["id"].(string)
@@ -592,9 +592,9 @@ func TestStoredStringsAreText(t *testing.T) {
 		path, param string
 		body        any
 	}{
-		{"/v1/jobs", "options", `{"file_id": "` + fileID + `", "operation": "pdf.pages", "options": {"pages": "1\u0000"}}`},
-		{"/v1/jobs", "options.pages", "{\"file_id\": \"" + fileID + "\", \"operation\": \"pdf.pages\", \"options\": {\"pages\": \"1\xff\"}}"},
-		{"/v1/batches", "options", `{"file_ids": ["` + fileID + `"], "operation": "pdf.pages", "options": {"pages": "\u0000"}}`},
+		{"/v1/jobs", "options", `{"file_id": "` + fileID + `", "operation": "t.pages", "options": {"file_ids": ["a\u0000"]}}`},
+		{"/v1/jobs", "options.file_ids[0]", "{\"file_id\": \"" + fileID + "\", \"operation\": \"t.pages\", \"options\": {\"file_ids\": [\"a\xff\"]}}"},
+		{"/v1/batches", "options", `{"file_ids": ["` + fileID + `"], "operation": "t.pages", "options": {"file_ids": ["\u0000"]}}`},
 		{"/v1/webhook-endpoints", "url", map[string]any{"url": "https://example.com/\u0085", "enabled_events": []string{"file.ready"}}},
 	} {
 		r := b.do(req{method: "POST", path: c.path, key: b.liveA, idem: idem(), body: c.body})
