@@ -228,6 +228,10 @@ func TestCompressImageHeavy(t *testing.T) {
 	if strings.Count(list, "jpeg") != 3 || !strings.Contains(list, " 1125 ") {
 		t.Fatalf("pdfimages -list:\n%s", list)
 	}
+	// The pages still look the same: poppler renders both alike.
+	if d := meanDiff(t, in, out.Artifacts[0].Path); d > 6 {
+		t.Fatalf("compressed page differs from the original by %.1f/255 on average", d)
+	}
 	low := r.ok("pdf.compress", `{"level":"low"}`, in)
 	high := r.ok("pdf.compress", `{"level":"high"}`, in)
 	sl, _ := os.Stat(low.Artifacts[0].Path)
@@ -235,6 +239,41 @@ func TestCompressImageHeavy(t *testing.T) {
 	if !(sh.Size() < after.Size() && after.Size() < sl.Size()) {
 		t.Fatalf("levels do not order: high %d, medium %d, low %d", sh.Size(), after.Size(), sl.Size())
 	}
+}
+
+// meanDiff renders page 1 of both files in gray at 20 dpi and returns the mean
+// absolute difference of their pixels.
+func meanDiff(t *testing.T, a, b string) float64 {
+	t.Helper()
+	pix := func(path string) []byte {
+		out := filepath.Join(t.TempDir(), "p")
+		tool(t, "pdftoppm", "-r", "20", "-gray", "-f", "1", "-l", "1", "-singlefile", path, out)
+		raw, err := os.ReadFile(out + ".pgm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// P5\n<w> <h>\n255\n<pixels>
+		fields := 0
+		for i := range raw {
+			if raw[i] == '\n' || raw[i] == ' ' {
+				if fields++; fields == 4 {
+					return raw[i+1:]
+				}
+			}
+		}
+		t.Fatalf("bad PGM from pdftoppm")
+		return nil
+	}
+	pa, pb := pix(a), pix(b)
+	if len(pa) != len(pb) || len(pa) == 0 {
+		t.Fatalf("renders differ in size: %d vs %d", len(pa), len(pb))
+	}
+	sum := 0
+	for i := range pa {
+		d := int(pa[i]) - int(pb[i])
+		sum += max(d, -d)
+	}
+	return float64(sum) / float64(len(pa))
 }
 
 func TestCompressNeverLarger(t *testing.T) {

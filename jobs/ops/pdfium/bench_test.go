@@ -19,7 +19,7 @@ func BenchmarkTextPages(b *testing.B) {
 	ctx := context.Background()
 	pages := 0
 	for b.Loop() {
-		d, err := pool.OpenForText(ctx, path)
+		d, err := pool.Open(ctx, path)
 		if err != nil {
 			b.Fatal(err)
 		}

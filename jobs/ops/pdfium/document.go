@@ -19,27 +19,18 @@ type Document struct {
 	handle uint64
 	path   string
 	pages  int
-	kind   kind
 }
 
-// Open opens the PDF at path for rendering on a free instance, waiting for one. Close
-// releases it. A deadline stops a render inside a page.
+// Open opens the PDF at path on a free instance, waiting for one. Close releases it.
 //
 // Errors: encrypted_file (a password is needed), corrupted_file (not a readable PDF),
 // unsupported_input (more pages than MaxPages), ctx's error.
 func (p *Pool) Open(ctx context.Context, path string) (*Document, error) {
-	return p.open(ctx, path, kindRender, true)
+	return p.open(ctx, path, true)
 }
 
-// OpenForText opens the PDF at path for reading its text, which runs several times
-// faster on these instances; rendering works too, but a deadline is only noticed
-// between calls. Errors as for Open.
-func (p *Pool) OpenForText(ctx context.Context, path string) (*Document, error) {
-	return p.open(ctx, path, kindText, true)
-}
-
-func (p *Pool) open(ctx context.Context, path string, k kind, wait bool) (*Document, error) {
-	in, err := p.acquire(ctx, k, wait)
+func (p *Pool) open(ctx context.Context, path string, wait bool) (*Document, error) {
+	in, err := p.acquire(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +39,7 @@ func (p *Pool) open(ctx context.Context, path string, k kind, wait bool) (*Docum
 		in.release()
 		return nil, err
 	}
-	d := &Document{pool: p, in: in, handle: doc, path: path, kind: k}
+	d := &Document{pool: p, in: in, handle: doc, path: path}
 	n, err := in.callInt(ctx, "FPDF_GetPageCount", doc)
 	if err != nil {
 		d.Close()
@@ -233,7 +224,7 @@ func (d *Document) renderView(ctx context.Context, n int, o RenderOptions, use f
 	} else {
 		flags |= renderReverseByte
 	}
-	if _, err := in.call(ctx, "FPDF_RenderPageBitmap", bm, pg.handle, 0, 0, uint64(w), uint64(h), 0, flags); err != nil {
+	if err := pg.renderProgressively(ctx, bm, w, h, flags); err != nil {
 		return err
 	}
 	buf, err := in.quick("FPDFBitmap_GetBuffer", bm)
@@ -249,6 +240,48 @@ func (d *Document) renderView(ctx context.Context, n int, o RenderOptions, use f
 		return errors.New("pdfium: bitmap outside instance memory")
 	}
 	return use(vips.Pixels{Pix: view, Width: w, Height: h, Stride: stride, Bands: bands, Keep: min(bands, 3)})
+}
+
+// PDFium's progressive render states.
+const (
+	renderToBeContinued = 1
+	renderDone          = 2
+)
+
+// renderProgressively renders the page in steps, checking ctx between them. PDFium
+// asks its pause object at each checkpoint; go-pdfium's pause callback answers "pause"
+// for a handle it does not know, which is what this one is.
+func (pg *page) renderProgressively(ctx context.Context, bm uint64, w, h int, flags uint64) error {
+	in := pg.d.in
+	ref, err := in.alloc(ctx, []byte("filemill-pause"))
+	if err != nil {
+		return err
+	}
+	defer in.free(ref)
+	pause, err := in.call(ctx, "IFSDK_PAUSE_Create", uint64(ref))
+	if err != nil {
+		return err
+	}
+	if pause == 0 {
+		return unsupported("the page needs more memory than this service allows")
+	}
+	defer in.free(uint32(pause))
+	status, err := in.callInt(ctx, "FPDF_RenderPageBitmap_Start", bm, pg.handle, 0, 0, uint64(w), uint64(h), 0, flags, pause)
+	for err == nil && status == renderToBeContinued {
+		if err = ctx.Err(); err == nil {
+			status, err = in.callInt(ctx, "FPDF_RenderPage_Continue", pg.handle, pause)
+		}
+	}
+	if !in.dead {
+		_, _ = in.call(ctx, "FPDF_RenderPage_Close", pg.handle)
+	}
+	if err != nil {
+		return err
+	}
+	if status != renderDone {
+		return &domain.Error{Code: domain.CodeCorruptedFile, Message: "a page of the PDF cannot be rendered"}
+	}
+	return nil
 }
 
 // ImageOptions is a rendered page written as an image file.
@@ -394,7 +427,7 @@ func (d *Document) eachPage(ctx context.Context, pages []int, progress func(done
 	}
 	extra := min(len(pages)-1, d.pool.cfg.Instances-1)
 	for range max(extra, 0) {
-		other, err := d.pool.open(ctx, d.path, d.kind, false)
+		other, err := d.pool.open(ctx, d.path, false)
 		if err != nil {
 			break // busy pool or a failure this document's own instance will meet too
 		}

@@ -60,11 +60,9 @@ func (in *instance) release() {
 	<-in.pool.slots
 }
 
-// call runs one PDFium export. ctx bounds it: an expired context closes the instance
-// mid-call (the runtime is configured to), which marks it dead. Watching a context
-// costs the runtime a goroutine per call, so calls that are small and bounded by
-// themselves (per-character text queries, getters) go through quick instead, and
-// their loops check ctx between calls.
+// call runs one PDFium export. The runtime does not watch ctx (see Pool); a failure
+// inside the module (a trap: the memory ceiling, a PDFium abort) marks the instance
+// dead so it is discarded.
 func (in *instance) call(ctx context.Context, name string, args ...uint64) (uint64, error) {
 	if in.dead {
 		return 0, errors.New("pdfium: instance already failed")
@@ -93,7 +91,7 @@ func (in *instance) call(ctx context.Context, name string, args ...uint64) (uint
 	return res[0], nil
 }
 
-// quick is call for a small, self-bounded export: no context to watch.
+// quick is call for a small export with no context to hand.
 func (in *instance) quick(name string, args ...uint64) (uint64, error) {
 	return in.call(context.Background(), name, args...)
 }

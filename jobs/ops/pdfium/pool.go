@@ -93,32 +93,20 @@ const GoPDFiumVersion = "v1.19.8"
 
 // Pool runs PDFium instances. It starts on first use and is safe for concurrent use.
 //
-// It keeps two kinds of instance. Render instances are interruptible: an expired
-// context stops PDFium inside a page. That costs the runtime a goroutine per call,
-// which is nothing next to a page render but dominates text extraction, which makes
-// a few calls per character; text instances therefore run without it, and their
-// loops check the context between calls (every call they make is bounded by the page).
+// The runtime could stop PDFium mid-call when a context ends, but that instruments
+// every loop of the compiled code and makes rendering three times slower. Instead
+// pages render progressively, pausing at PDFium's checkpoints (every hundred or so
+// page objects), where the deadline is checked; text loops check it between calls.
 type Pool struct {
 	cfg   Config
-	slots chan struct{} // one per busy instance of either kind: the pool's share of cores
+	slots chan struct{} // one per busy instance: the pool's share of cores
 
-	kinds [2]runtimeKind
+	once     sync.Once
+	startErr error
+	pool     gopdfium.Pool
 
 	mu     sync.Mutex
 	closed bool
-}
-
-type kind int
-
-const (
-	kindRender kind = iota
-	kindText
-)
-
-type runtimeKind struct {
-	once sync.Once
-	err  error
-	pool gopdfium.Pool
 }
 
 // New returns a pool; PDFium is compiled and started on first use (or by Start).
@@ -138,24 +126,19 @@ func (p *Pool) Version() string {
 	return "pdfium-wasm (go-pdfium " + GoPDFiumVersion + "), libvips " + vips.Version()
 }
 
-// Start compiles and starts PDFium's render instances now rather than on first use.
-func (p *Pool) Start() error { return p.start(kindRender) }
-
-func (p *Pool) start(k kind) error {
-	rk := &p.kinds[k]
-	rk.once.Do(func() {
-		rc := wazero.NewRuntimeConfig().
-			WithCloseOnContextDone(k == kindRender).
-			WithMemoryLimitPages(uint32(p.cfg.MaxMemoryBytes / 65536))
+// Start compiles and starts PDFium now rather than on first use.
+func (p *Pool) Start() error {
+	p.once.Do(func() {
+		rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(uint32(p.cfg.MaxMemoryBytes / 65536))
 		if p.cfg.CompilationCacheDir != "" {
 			cache, err := wazero.NewCompilationCacheWithDir(p.cfg.CompilationCacheDir)
 			if err != nil {
-				rk.err = fmt.Errorf("pdfium: compilation cache %s: %w", p.cfg.CompilationCacheDir, err)
+				p.startErr = fmt.Errorf("pdfium: compilation cache %s: %w", p.cfg.CompilationCacheDir, err)
 				return
 			}
 			rc = rc.WithCompilationCache(cache)
 		}
-		rk.pool, rk.err = webassembly.Init(webassembly.Config{
+		p.pool, p.startErr = webassembly.Init(webassembly.Config{
 			MinIdle:      0,
 			MaxIdle:      p.cfg.Instances,
 			MaxTotal:     p.cfg.Instances,
@@ -166,13 +149,13 @@ func (p *Pool) start(k kind) error {
 			Stdout:        io.Discard,
 			Stderr:        io.Discard,
 		})
-		if rk.err != nil {
-			rk.err = fmt.Errorf("pdfium: start: %w", rk.err)
+		if p.startErr != nil {
+			p.startErr = fmt.Errorf("pdfium: start: %w", p.startErr)
 			return
 		}
-		rk.err = vips.Init()
+		p.startErr = vips.Init()
 	})
-	return rk.err
+	return p.startErr
 }
 
 // Close stops every instance. Documents still open fail their next call.
@@ -183,30 +166,18 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	p.closed = true
-	var err error
-	for i := range p.kinds {
-		// Past once.Do, so a kind never started stays unstarted.
-		p.kinds[i].once.Do(func() { p.kinds[i].err = errors.New("pdfium: pool is closed") })
-		if p.kinds[i].pool != nil {
-			err = errors.Join(err, p.kinds[i].pool.Close())
-		}
-	}
-	return err
-}
-
-// Check opens, renders and reads the text of a small built-in PDF on both kinds of
-// instance, so a worker advertises rendering only where it works.
-func (p *Pool) Check(ctx context.Context) error {
-	for _, k := range []kind{kindRender, kindText} {
-		if err := p.check(ctx, k); err != nil {
-			return err
-		}
+	// Past once.Do, a pool never started stays unstarted.
+	p.once.Do(func() { p.startErr = errors.New("pdfium: pool is closed") })
+	if p.pool != nil {
+		return p.pool.Close()
 	}
 	return nil
 }
 
-func (p *Pool) check(ctx context.Context, k kind) error {
-	in, err := p.acquire(ctx, k, true)
+// Check opens, renders and reads the text of a small built-in PDF, so a worker
+// advertises rendering only where it works.
+func (p *Pool) Check(ctx context.Context) error {
+	in, err := p.acquire(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -217,7 +188,7 @@ func (p *Pool) check(ctx context.Context, k kind) error {
 	}
 	defer in.free(mem)
 	defer in.closeDocument(doc)
-	d := &Document{in: in, handle: doc, pages: 1, pool: p, kind: k}
+	d := &Document{in: in, handle: doc, pages: 1, pool: p}
 	bm, err := d.Render(ctx, 1, RenderOptions{DPI: 18})
 	if err != nil {
 		return fmt.Errorf("pdfium: check render: %w", err)
@@ -237,8 +208,8 @@ func (p *Pool) check(ctx context.Context, k kind) error {
 
 // acquire takes an instance, waiting for one when wait is set; with wait unset it
 // returns errBusy at once when none is free.
-func (p *Pool) acquire(ctx context.Context, k kind, wait bool) (*instance, error) {
-	if err := p.start(k); err != nil {
+func (p *Pool) acquire(ctx context.Context, wait bool) (*instance, error) {
+	if err := p.Start(); err != nil {
 		return nil, err
 	}
 	if wait {
@@ -264,7 +235,7 @@ func (p *Pool) acquire(ctx context.Context, k kind, wait bool) (*instance, error
 	// A slot guarantees a free or creatable instance; the bound only guards a bug.
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	pi, err := p.kinds[k].pool.GetInstanceWithContext(gctx)
+	pi, err := p.pool.GetInstanceWithContext(gctx)
 	if err != nil {
 		<-p.slots
 		return nil, fmt.Errorf("pdfium: get instance: %w", err)

@@ -51,7 +51,7 @@ func TestTextTwoColumnsHeadings(t *testing.T) {
 	ctx := context.Background()
 	var w pdftest.Writer
 	path := write(t, "cols.pdf", w.Document([]pdftest.Page{twoColumnPage(0)}))
-	d, err := pool.OpenForText(ctx, path)
+	d, err := pool.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestTextEmptyPage(t *testing.T) {
 	ctx := context.Background()
 	var w pdftest.Writer
 	path := write(t, "empty.pdf", w.Document([]pdftest.Page{{Width: 200, Height: 200, Content: "0 0 1 rg 10 10 50 50 re f"}}))
-	d, err := pool.OpenForText(ctx, path)
+	d, err := pool.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
