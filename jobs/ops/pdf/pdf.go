@@ -218,7 +218,9 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Version is the PDF library's version (and the image codec's, for compress).
-func (e *Engine) Version() string { return "pdfcpu " + model.VersionStr + ", libvips " + vips.Version() }
+func (e *Engine) Version() string {
+	return "pdfcpu " + model.VersionStr + ", libvips " + vips.Version()
+}
 
 // Check verifies the engine works here: pdfcpu reads and writes a built-in PDF and
 // libvips re-encodes an image.

@@ -42,9 +42,9 @@ static int fm_save(VipsImage *im, int fmt, int q, const char *path, void **out, 
 	case 0:
 		return path ? vips_pngsave(im, path, "compression", 1, "filter", VIPS_FOREIGN_PNG_FILTER_NONE, NULL)
 		            : vips_pngsave_buffer(im, out, len, "compression", 1, "filter", VIPS_FOREIGN_PNG_FILTER_NONE, NULL);
-	case 1:
-		return path ? vips_jpegsave(im, path, "Q", q, "optimize_coding", TRUE, NULL)
-		            : vips_jpegsave_buffer(im, out, len, "Q", q, "optimize_coding", TRUE, NULL);
+	case 1: // no Huffman optimisation: a quarter of the encoding time for 2–5 % of size
+		return path ? vips_jpegsave(im, path, "Q", q, NULL)
+		            : vips_jpegsave_buffer(im, out, len, "Q", q, NULL);
 	default:
 		return path ? vips_webpsave(im, path, "Q", q, "effort", 2, NULL)
 		            : vips_webpsave_buffer(im, out, len, "Q", q, "effort", 2, NULL);
