@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -149,5 +152,40 @@ func TestTextEmptyPage(t *testing.T) {
 	}
 	if pt.Text != "" || len(pt.Runs) != 0 {
 		t.Fatalf("text of a drawing = %q, %d runs", pt.Text, len(pt.Runs))
+	}
+}
+
+// Fonts embedded as subsets (here by Ghostscript, which embeds its own Helvetica) lose
+// their "ABCDEF+" prefix and keep size and weight.
+func TestTextEmbeddedSubsetFonts(t *testing.T) {
+	dir := t.TempDir()
+	ps := filepath.Join(dir, "in.ps")
+	if err := os.WriteFile(ps, []byte(`%!PS
+/Helvetica-Bold findfont 20 scalefont setfont 72 700 moveto (Big Heading) show
+/Helvetica findfont 10 scalefont setfont 72 680 moveto (plain body text) show
+showpage
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.pdf")
+	if b, err := exec.Command("gs", "-q", "-dNOPAUSE", "-dBATCH", "-dSAFER", "-sDEVICE=pdfwrite", "-sOutputFile="+out, ps).CombinedOutput(); err != nil {
+		t.Fatalf("gs (apt-get install ghostscript): %v %s", err, b)
+	}
+	ctx := context.Background()
+	d, err := pool.Open(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pt, err := d.Text(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, body := findRun(t, pt, "Big Heading"), findRun(t, pt, "plain body text")
+	if !h.Bold || !near(h.FontSize, 20, 0.1) || strings.Contains(h.FontName, "+") || h.FontName == "" {
+		t.Fatalf("heading = %+v", h)
+	}
+	if body.Bold || !near(body.FontSize, 10, 0.1) || h.Box.Y1 > body.Box.Y0 {
+		t.Fatalf("body = %+v (heading box %+v)", body, h.Box)
 	}
 }
