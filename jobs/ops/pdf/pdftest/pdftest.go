@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"fmt"
 	"image"
-	"image/color"
 	"image/jpeg"
 	"math"
 	"math/rand/v2"
@@ -167,13 +166,18 @@ func Photo(w, h int, seed uint64) image.Image {
 	}
 	fx, fy := 2+rng.Float64()*6, 2+rng.Float64()*6
 	for y := 0; y < h; y++ {
+		v := float64(y) / float64(h)
+		row := img.Pix[y*img.Stride:]
 		for x := 0; x < w; x++ {
-			u, v := float64(x)/float64(w), float64(y)/float64(h)
+			u := float64(x) / float64(w)
 			r := 120 + 80*math.Sin(u*fx+v*2)
 			g := 110 + 70*math.Cos(v*fy-u*3)
 			b := 100 + 60*math.Sin((u+v)*4)
 			for _, bl := range blobs {
 				dx, dy := float64(x)-bl.x, float64(y)-bl.y
+				if math.Abs(dx) >= bl.r || math.Abs(dy) >= bl.r {
+					continue
+				}
 				if d := dx*dx + dy*dy; d < bl.r*bl.r {
 					k := 1 - math.Sqrt(d)/bl.r
 					r += (bl.c[0] - r) * k
@@ -182,7 +186,7 @@ func Photo(w, h int, seed uint64) image.Image {
 				}
 			}
 			n := (rng.Float64() - 0.5) * 40 // sensor-like noise: what keeps photos large
-			img.Set(x, y, color.RGBA{clamp(r + n), clamp(g + n), clamp(b + n), 255})
+			row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = clamp(r+n), clamp(g+n), clamp(b+n), 255
 		}
 	}
 	return img
