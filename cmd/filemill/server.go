@@ -46,7 +46,9 @@ type app struct {
 	queue    *jobs.Queue
 	registry *domain.Registry
 	engines  map[string]domain.Engine // the engine families this process runs
-	svc      *domain.Services
+	// closeEngines stops the engines' pools and processes.
+	closeEngines func()
+	svc          *domain.Services
 }
 
 func newLogger(cfg *Config) *slog.Logger {
@@ -129,7 +131,7 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 		return nil, fmt.Errorf("operations: %w", err)
 	}
 	if roles&roleWorker != 0 {
-		if a.engines, err = newEngines(cfg); err != nil {
+		if a.engines, a.closeEngines, err = newEngines(cfg, a.log); err != nil {
 			return nil, err
 		}
 	}
@@ -154,10 +156,8 @@ func (a *app) recordEgress(key string, n int64) {
 }
 
 func (a *app) close() {
-	for _, e := range a.engines {
-		if c, ok := e.(interface{ Close() error }); ok {
-			_ = c.Close()
-		}
+	if a.closeEngines != nil {
+		a.closeEngines()
 	}
 	if a.queue != nil {
 		a.queue.Close()
