@@ -17,8 +17,9 @@ import (
 const (
 	// TypeJobRun runs one job (an operation or a preset on a file).
 	TypeJobRun = "job:run"
-	// TypeSweepQueuedJobs re-enqueues queued jobs whose task went missing.
-	TypeSweepQueuedJobs = "sweep:queued_jobs"
+	// TypeSweepJobs re-drives jobs that lost their way to a worker: queued or running
+	// jobs whose task went missing or was archived, running jobs whose lease ran out.
+	TypeSweepJobs = "sweep:jobs"
 	// TypeSweepUploads expires upload sessions past their deadline.
 	TypeSweepUploads = "sweep:uploads"
 	// TypeSweepIdempotency deletes expired idempotency records.
@@ -27,6 +28,11 @@ const (
 
 // DefaultQueueName is the asynq queue jobs go to.
 const DefaultQueueName = "default"
+
+// SweepQueueName is the queue of the periodic sweeps. A worker serves it apart from the
+// job queues, with workers of its own, so a sweep never waits behind a backlog of jobs or
+// for a job to free a worker.
+const SweepQueueName = "sweeps"
 
 // JobRunPayload is the payload of a TypeJobRun task.
 type JobRunPayload struct {
@@ -76,9 +82,10 @@ func (c QueueConfig) Validate() error {
 
 // Queue hands jobs to workers through asynq. It implements domain.Queue.
 type Queue struct {
-	cfg    QueueConfig
-	rdb    redis.UniversalClient
-	client *asynq.Client
+	cfg       QueueConfig
+	rdb       redis.UniversalClient
+	client    *asynq.Client
+	inspector *asynq.Inspector
 }
 
 var _ domain.Queue = (*Queue)(nil)
@@ -98,7 +105,8 @@ func NewQueueWithConfig(opt asynq.RedisConnOpt, cfg QueueConfig) (*Queue, error)
 		return nil, err
 	}
 	rdb := newRedisClient(opt)
-	return &Queue{cfg: cfg, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb)}, nil
+	return &Queue{cfg: cfg, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb),
+		inspector: asynq.NewInspectorFromRedisClient(rdb)}, nil
 }
 
 // EnqueueJob queues the job's task. Enqueueing a job that is already queued, running
@@ -107,6 +115,14 @@ func (q *Queue) EnqueueJob(ctx context.Context, jobID string) error {
 	if jobID == "" {
 		return errors.New("enqueue job: empty job id")
 	}
+	if _, err := q.enqueue(ctx, jobID); err != nil {
+		return err
+	}
+	return nil
+}
+
+// enqueue queues the job's task; false when a task with its id already exists.
+func (q *Queue) enqueue(ctx context.Context, jobID string) (bool, error) {
 	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(jobID),
 		asynq.TaskID(jobID),
 		asynq.Queue(q.cfg.Name),
@@ -114,10 +130,55 @@ func (q *Queue) EnqueueJob(ctx context.Context, jobID string) error {
 		asynq.Timeout(q.cfg.JobTimeout),
 		asynq.Retention(q.cfg.Retention),
 	)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue job %s: %w", jobID, err)
+	switch {
+	case errors.Is(err, asynq.ErrTaskIDConflict):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("enqueue job %s: %w", jobID, err)
 	}
-	return nil
+	return true, nil
+}
+
+// RedriveJob makes sure the task of an unfinished job will run. The task is looked for
+// in every queue Redis knows, not only the one this Queue enqueues to, so jobs of
+// several queues are found wherever they were put:
+//   - none (lost with Redis, or the enqueue after the job's write failed): enqueued;
+//   - archived (its attempts ran out without an outcome: a worker killed, or the store
+//     gone, on its last attempt) or completed (its attempt ended without one): run
+//     again, keeping its retry count, so attempts that counted stay counted and an
+//     exhausted task gets exactly one more, whose failure fails the job;
+//   - pending, scheduled, retrying or active: left alone.
+//
+// It reports whether it enqueued or ran a task. Two callers at once are safe: the
+// enqueue is by task id, and running a task again moves it once.
+func (q *Queue) RedriveJob(ctx context.Context, jobID string) (bool, error) {
+	queues, err := q.inspector.Queues()
+	if err != nil {
+		return false, fmt.Errorf("redrive job %s: %w", jobID, err)
+	}
+	for _, name := range queues {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		info, err := q.inspector.GetTaskInfo(name, jobID)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("redrive job %s: %w", jobID, err)
+		}
+		if info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted {
+			return false, nil
+		}
+		if err := q.inspector.RunTask(name, jobID); err != nil {
+			if now, err2 := q.inspector.GetTaskInfo(name, jobID); err2 == nil && now.State != info.State {
+				return false, nil // another sweep ran it first
+			}
+			return false, fmt.Errorf("redrive job %s: run %s task: %w", jobID, info.State, err)
+		}
+		return true, nil
+	}
+	return q.enqueue(ctx, jobID)
 }
 
 // Ping checks that Redis answers.

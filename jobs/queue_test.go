@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,7 +72,58 @@ func TestQueue(t *testing.T) {
 			defer s.Shutdown()
 			depth, err = s.QueueDepth(ctx)
 			require.NoError(t, err)
-			require.Equal(t, map[string]int{"default": 3, "webhooks": 0}, depth)
+			require.Equal(t, map[string]int{"default": 3, "webhooks": 0, jobs.SweepQueueName: 0}, depth,
+				"the server's queues, the sweeps' own included")
+		})
+
+		t.Run("RedriveJob", func(t *testing.T) {
+			b := setup(t, open(t))
+			state := func(queue, id string) asynq.TaskState {
+				t.Helper()
+				info, err := b.insp.GetTaskInfo(queue, id)
+				require.NoError(t, err)
+				return info.State
+			}
+			redrive := func(id string, want bool) {
+				t.Helper()
+				did, err := b.queue.RedriveJob(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, want, did, id)
+			}
+
+			redrive("job_01MISSING", true)
+			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01MISSING"), "a missing task is enqueued")
+			redrive("job_01MISSING", false) // pending: left alone
+
+			// An archived task runs again with its retry count: what was spent stays spent.
+			_, err := asynq.NewClient(b.opt).Enqueue(jobs.NewJobRunTask("job_01ARCHIVED"), asynq.MaxRetry(2))
+			require.NoError(t, err)
+			require.NoError(t, b.insp.ArchiveTask(jobs.DefaultQueueName, "job_01ARCHIVED"))
+			redrive("job_01ARCHIVED", true)
+			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01ARCHIVED"))
+
+			// A task found in any queue counts, not only the queue jobs go to by default.
+			_, err = asynq.NewClient(b.opt).Enqueue(jobs.NewJobRunTask("job_01ELSEWHERE"), asynq.Queue("pdf"))
+			require.NoError(t, err)
+			require.NoError(t, b.insp.ArchiveTask("pdf", "job_01ELSEWHERE"))
+			redrive("job_01ELSEWHERE", true)
+			require.Equal(t, asynq.TaskStatePending, state("pdf", "job_01ELSEWHERE"))
+			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01ELSEWHERE")
+			require.ErrorIs(t, err, asynq.ErrTaskNotFound, "not enqueued a second time elsewhere")
+		})
+
+		t.Run("RedriveJobRunsACompletedTaskAgain", func(t *testing.T) {
+			b := setup(t, open(t))
+			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01DONE"))
+			var runs atomic.Int32
+			b.server(t, fastConfig(), func(s *jobs.Server) {
+				s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error { runs.Add(1); return nil }))
+			})
+			b.waitState(t, "job_01DONE", asynq.TaskStateCompleted)
+			did, err := b.queue.RedriveJob(ctx, "job_01DONE")
+			require.NoError(t, err)
+			require.True(t, did)
+			require.Eventually(t, func() bool { return runs.Load() == 2 }, 10*time.Second, 10*time.Millisecond)
 		})
 	})
 

@@ -96,7 +96,8 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.worker {
 		// Retries come quickly here; their spacing is the jobs package's concern.
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
-			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond }},
+			RetryDelayFunc:   func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
+			NotRunRetryDelay: 50 * time.Millisecond},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
 		require.NoError(t, w.Start())
