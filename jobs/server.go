@@ -372,6 +372,12 @@ func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
 			"task_type", t.Type(), "task_id", id, "queue", queue, "error", err.Error())
 		return
 	}
+	if queue == SweepQueueName {
+		// A sweep fails each period while what it sweeps is down; the next one tries again.
+		s.repeated.Log(context.WithoutCancel(ctx), slog.LevelWarn, "sweep_failed:"+t.Type(), "sweep failed",
+			"task_type", t.Type(), "task_id", id, "error", err.Error())
+		return
+	}
 	level := slog.LevelWarn
 	if final {
 		level = slog.LevelError

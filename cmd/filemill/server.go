@@ -15,11 +15,14 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/logging"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
@@ -47,14 +50,27 @@ type app struct {
 	svc      *domain.Services
 }
 
+// logRepeatInterval: a failure that repeats (a dependency down) is logged once per
+// interval, with a count.
+const logRepeatInterval = 10 * time.Second
+
+// newLogger returns the process's logger and sends the drivers' own log lines through
+// it, so every line is structured, and one per interval while a server is down.
 func newLogger(cfg *Config) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	var l *slog.Logger
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		l = slog.New(slog.NewTextHandler(os.Stderr, opts))
+	} else {
+		l = slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	repeated := logging.NewRepeated(l, logRepeatInterval)
+	redis.SetLogger(logging.Printer{R: repeated, Level: slog.LevelWarn, Component: "redis"})
+	pgdriver.Logger = logging.Printer{R: repeated, Level: slog.LevelWarn, Component: "postgres"}
+	bun.SetLogger(logging.PlainPrinter{Printer: logging.Printer{R: repeated, Level: slog.LevelWarn, Component: "bun"}})
+	return l
 }
 
 // openStore opens and migrates the metadata store.
@@ -187,7 +203,8 @@ func runServer(ctx context.Context, args []string, roles role) error {
 
 	var worker *jobs.Server
 	if roles&roleWorker != 0 {
-		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency, TaskCheckInterval: cfg.WorkerPollInterval}, log)
+		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency, TaskCheckInterval: cfg.WorkerPollInterval,
+			SweepInterval: cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
