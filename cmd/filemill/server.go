@@ -123,7 +123,8 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 			return nil, fmt.Errorf("FILEMILL_STORAGE_SECRET: %w", err)
 		}
 		a.local, err = storage.NewLocal(storage.LocalConfig{Dir: filepath.Join(cfg.DataDir, "blobs"),
-			PublicURL: cfg.StoragePublicURL, Secret: secret, OnEgress: a.recordEgress})
+			PublicURL: cfg.StoragePublicURL, Secret: secret, OnEgress: a.recordEgress,
+			Logger: a.log, LogRepeatInterval: logRepeatInterval})
 		if err != nil {
 			return nil, fmt.Errorf("local storage: %w", err)
 		}
@@ -217,7 +218,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	if roles&roleAPI != 0 {
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
-			ReadinessChecks: a.readinessChecks(),
+			ReadinessChecks: a.readinessChecks(roles),
 			QueueDepth:      queueDepthFunc(a),
 		}, a.svc, rest.NewRedisRateLimiter(a.redis), log)
 		servers = append(servers, listen(cfg.Addr, api.Handler(), "api", log, errc))
@@ -260,12 +261,27 @@ func listen(addr string, h http.Handler, name string, log *slog.Logger, errc cha
 	return srv
 }
 
-func (a *app) readinessChecks() []rest.Checker {
-	return []rest.Checker{
+func (a *app) readinessChecks(roles role) []rest.Checker {
+	checks := []rest.Checker{
 		{Name: "database", Check: a.store.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }},
 		{Name: "storage", Check: a.blobs.Ping},
 	}
+	if roles&roleWorker != 0 {
+		// Jobs copy their input here: a full work directory fails every job.
+		dir := a.cfg.WorkDir
+		checks = append(checks, rest.Checker{Name: "work_dir", Check: func(context.Context) error {
+			err := os.MkdirAll(dir, 0o700)
+			if err == nil {
+				err = storage.WritableDir(dir)
+			}
+			if err != nil {
+				return fmt.Errorf("work directory cannot be written: %w", err)
+			}
+			return nil
+		}})
+	}
+	return checks
 }
 
 func queueDepthFunc(a *app) func(ctx context.Context) (map[string]int, error) {
