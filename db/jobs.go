@@ -59,7 +59,8 @@ func (s *Store) UpdateJobProgress(ctx context.Context, id string, attempts, prog
 // whose lease ran out before q.LeaseBefore (or that have none).
 func (s *Store) FindJobsToRedrive(ctx context.Context, q domain.RedriveQuery) ([]*domain.Job, error) {
 	return findAll[domain.Job](ctx, s.r(), "jobs to redrive", func(sq *bun.SelectQuery) *bun.SelectQuery {
-		return sq.Where("id > ?", q.After).WhereGroup(" AND ", func(sq *bun.SelectQuery) *bun.SelectQuery {
+		// The state list is written out so the planner sees ix_jobs_active_id applies.
+		return sq.Where("state IN ('queued', 'running')").Where("id > ?", q.After).WhereGroup(" AND ", func(sq *bun.SelectQuery) *bun.SelectQuery {
 			return sq.Where("state = ? AND created_at < ?", domain.JobQueued, q.QueuedBefore).
 				WhereOr("state = ? AND (lease_expires_at IS NULL OR lease_expires_at < ?)", domain.JobRunning, q.LeaseBefore)
 		}).Order("id").Limit(orBatch(q.Limit))
