@@ -55,7 +55,9 @@ func TestDiskFull(t *testing.T) {
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
-		var body struct{ Error struct{ Code, Message string } }
+		var body struct {
+			Error struct{ Code, Message string }
+		}
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		require.Equal(t, "dependency_unavailable", body.Error.Code)
