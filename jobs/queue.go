@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -28,6 +29,9 @@ const (
 
 // DefaultQueueName is the asynq queue jobs go to.
 const DefaultQueueName = "default"
+
+// asynqQueuesKey is the Redis set in which asynq registers its queues.
+const asynqQueuesKey = "asynq:queues"
 
 // SweepQueueName is the queue of the periodic sweeps. A worker serves it apart from the
 // job queues, with workers of its own, so a sweep never waits behind a backlog of jobs or
@@ -155,6 +159,15 @@ func (q *Queue) RedriveJob(ctx context.Context, jobID string) (bool, error) {
 	queues, err := q.inspector.Queues()
 	if err != nil {
 		return false, fmt.Errorf("redrive job %s: %w", jobID, err)
+	}
+	if !slices.Contains(queues, q.cfg.Name) {
+		// asynq registers a queue in Redis on a client's first enqueue only; a Redis
+		// that restarted empty forgot it, and the Inspector cannot see into a queue it
+		// does not know. Register it again.
+		if err := q.rdb.SAdd(ctx, asynqQueuesKey, q.cfg.Name).Err(); err != nil {
+			return false, fmt.Errorf("redrive job %s: register queue %s: %w", jobID, q.cfg.Name, err)
+		}
+		queues = append(queues, q.cfg.Name)
 	}
 	for _, name := range queues {
 		if err := ctx.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/jobs"
@@ -110,6 +111,22 @@ func TestQueue(t *testing.T) {
 			require.Equal(t, asynq.TaskStatePending, state("pdf", "job_01ELSEWHERE"))
 			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01ELSEWHERE")
 			require.ErrorIs(t, err, asynq.ErrTaskNotFound, "not enqueued a second time elsewhere")
+
+			// Redis restarts empty: the queue's client still believes its queue
+			// registered, and a task it enqueues then gets archived.
+			opts, err := redis.ParseURL(b.url)
+			require.NoError(t, err)
+			rdb := redis.NewClient(opts)
+			defer rdb.Close()
+			require.NoError(t, rdb.FlushDB(ctx).Err())
+			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01AFTERRESTART"))
+			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01AFTERRESTART")
+			require.ErrorIs(t, err, asynq.ErrQueueNotFound, "the queue is not registered again")
+			require.NoError(t, rdb.SAdd(ctx, "asynq:queues", jobs.DefaultQueueName).Err())
+			require.NoError(t, b.insp.ArchiveTask(jobs.DefaultQueueName, "job_01AFTERRESTART"))
+			require.NoError(t, rdb.SRem(ctx, "asynq:queues", jobs.DefaultQueueName).Err())
+			redrive("job_01AFTERRESTART", true)
+			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01AFTERRESTART"))
 		})
 
 		t.Run("RedriveJobRunsACompletedTaskAgain", func(t *testing.T) {
