@@ -616,9 +616,13 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 		return ErrJobSkipped
 	}
 	if runErr == nil {
-		err := s.record(ctx, func(ctx context.Context) error { return s.SettleJob(ctx, j, arts, units) })
+		retried, err := s.record(ctx, func(ctx context.Context) error { return s.SettleJob(ctx, j, arts, units) })
 		if errors.Is(err, ErrJobSkipped) {
-			s.discardArtifacts(ctx, arts)
+			// Settled by another attempt, or by this one when the store committed a write
+			// whose answer was lost: then the artifacts are the job's.
+			if !retried || !s.settledWith(ctx, j.ID, arts) {
+				s.discardArtifacts(ctx, arts)
+			}
 			return nil
 		}
 		if err != nil {
@@ -637,7 +641,7 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 		s.releaseLease(ctx, j)
 		return runErr
 	}
-	err = s.record(ctx, func(ctx context.Context) error { return s.FailJob(ctx, j, runErr) })
+	_, err = s.record(ctx, func(ctx context.Context) error { return s.FailJob(ctx, j, runErr) })
 	if err != nil && !errors.Is(err, ErrJobSkipped) {
 		return s.notRun(ctx, err)
 	}
@@ -693,17 +697,33 @@ func (s *Jobs) keepLease(ctx context.Context, j *Job, cancel context.CancelCause
 const recordPatience = time.Minute
 
 // record writes an attempt's outcome, trying again every second while the store cannot
-// be reached, for up to recordPatience.
-func (s *Jobs) record(ctx context.Context, write func(ctx context.Context) error) error {
+// be reached, for up to recordPatience. retried says whether a write was tried again:
+// the one before may have been committed with its answer lost.
+func (s *Jobs) record(ctx context.Context, write func(ctx context.Context) error) (retried bool, err error) {
 	ctx = context.WithoutCancel(ctx)
 	deadline := time.Now().Add(recordPatience)
 	for {
-		err := write(ctx)
+		err = write(ctx)
 		if err == nil || AsError(err) != nil || !s.unreachable(ctx, err) || time.Now().After(deadline) {
-			return err
+			return retried, err
 		}
+		retried = true
 		time.Sleep(time.Second)
 	}
+}
+
+// settledWith reports whether the job's stored artifacts are arts (or it has none to
+// check): in doubt, yes, since deleting the bytes of a settled job loses its result,
+// while keeping unused ones only costs space.
+func (s *Jobs) settledWith(ctx context.Context, jobID string, arts []*Artifact) bool {
+	if len(arts) == 0 {
+		return true
+	}
+	stored, err := s.Store.FindArtifactsByJob(context.WithoutCancel(ctx), jobID)
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(stored, func(a *Artifact) bool { return a.ID == arts[0].ID })
 }
 
 // notRun marks err as ErrNotRun when it came from a store that cannot be reached; errors

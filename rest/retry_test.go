@@ -158,6 +158,24 @@ func TestRetries(t *testing.T) {
 		require.Zero(t, b.account(b.orgA.Organization.ID).Reserved)
 	})
 
+	t.Run("ASettlementWhoseAnswerWasLostKeepsItsResult", func(t *testing.T) {
+		t.Parallel()
+		st := &answerLostStore{}
+		b := setup(t, setupOpts{worker: true, store: func(s domain.Store) domain.Store { st.Store = s; return st }})
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		id := r.json(t)["id"].(string)
+		j := b.waitJob(b.liveA, id)
+		require.Equal(t, "succeeded", j["state"])
+		require.True(t, st.lost.Load())
+		arts, err := b.store.FindArtifactsByJob(context.Background(), id)
+		require.NoError(t, err)
+		require.Len(t, arts, 1)
+		_, err = b.blobs.Stat(context.Background(), arts[0].StorageKey)
+		require.NoError(t, err, "the settled job's result is still stored")
+	})
+
 	t.Run("AttemptsTheStoreCouldNotAnswerDoNotCount", func(t *testing.T) {
 		t.Parallel()
 		// Every claim fails five times, more than the three attempts a job has, and then
@@ -179,6 +197,21 @@ func TestRetries(t *testing.T) {
 		require.Zero(t, after.Reserved)
 		require.Equal(t, before.Balance-after.Balance, after.Used-before.Used, "charged once")
 	})
+}
+
+// answerLostStore commits the first settlement, then answers as if the connection broke
+// before the answer came.
+type answerLostStore struct {
+	domain.Store
+	lost atomic.Bool
+}
+
+func (s *answerLostStore) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
+	err := s.Store.TransitionJob(ctx, t)
+	if err == nil && t.Job.State == domain.JobSucceeded && s.lost.CompareAndSwap(false, true) {
+		return fmt.Errorf("write: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+	}
+	return err
 }
 
 // unreachableStore fails its first claims and settlements the way a database that is
