@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -21,8 +22,8 @@ func TestQueue(t *testing.T) {
 
 		t.Run("DoubleEnqueueIsOneTask", func(t *testing.T) {
 			b := setup(t, open(t))
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01DOUBLE"))
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01DOUBLE"), "a second enqueue is harmless")
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01DOUBLE"}))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01DOUBLE"}), "a second enqueue is harmless")
 
 			info, err := b.insp.GetQueueInfo(jobs.DefaultQueueName)
 			require.NoError(t, err)
@@ -47,10 +48,20 @@ func TestQueue(t *testing.T) {
 			q, err := jobs.NewQueueWithConfig(b.opt, cfg)
 			require.NoError(t, err)
 			defer q.Close()
-			require.NoError(t, q.EnqueueJob(ctx, "job_01TIMEOUT"))
+			require.NoError(t, q.EnqueueJob(ctx, domain.JobTask{JobID: "job_01TIMEOUT"}))
 			task, err := b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01TIMEOUT")
 			require.NoError(t, err)
 			require.Equal(t, 90*time.Second, task.Timeout)
+		})
+
+		t.Run("TaskNamesItsQueueAndDeadline", func(t *testing.T) {
+			b := setup(t, open(t))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01ENGINE", Queue: "engine:office+pdf", Timeout: 3 * time.Minute}))
+			task, err := b.insp.GetTaskInfo("engine:office+pdf", "job_01ENGINE")
+			require.NoError(t, err)
+			require.Equal(t, 3*time.Minute, task.Timeout)
+			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01ENGINE")
+			require.Error(t, err, "not on the default queue")
 		})
 
 		t.Run("Ping", func(t *testing.T) {
@@ -61,7 +72,7 @@ func TestQueue(t *testing.T) {
 		t.Run("QueueDepth", func(t *testing.T) {
 			b := setup(t, open(t))
 			for _, id := range []string{"job_01A", "job_01B", "job_01C"} {
-				require.NoError(t, b.queue.EnqueueJob(ctx, id))
+				require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: id}))
 			}
 			depth, err := jobs.QueueDepth(ctx, b.insp)
 			require.NoError(t, err)
@@ -87,7 +98,7 @@ func TestQueue(t *testing.T) {
 			}
 			redrive := func(id string, want bool) {
 				t.Helper()
-				did, err := b.queue.RedriveJob(ctx, id)
+				did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: id})
 				require.NoError(t, err)
 				require.Equal(t, want, did, id)
 			}
@@ -103,7 +114,13 @@ func TestQueue(t *testing.T) {
 			redrive("job_01ARCHIVED", true)
 			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01ARCHIVED"))
 
-			// A task found in any queue counts, not only the queue jobs go to by default.
+			// A missing task is enqueued on the job's own queue.
+			did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01ENGINEQ", Queue: "engine:pdf"})
+			require.NoError(t, err)
+			require.True(t, did)
+			require.Equal(t, asynq.TaskStatePending, state("engine:pdf", "job_01ENGINEQ"))
+
+			// A task found in any queue counts, not only the job's own.
 			_, err = asynq.NewClient(b.opt).Enqueue(jobs.NewJobRunTask("job_01ELSEWHERE"), asynq.Queue("pdf"))
 			require.NoError(t, err)
 			require.NoError(t, b.insp.ArchiveTask("pdf", "job_01ELSEWHERE"))
@@ -119,7 +136,7 @@ func TestQueue(t *testing.T) {
 			rdb := redis.NewClient(opts)
 			defer rdb.Close()
 			require.NoError(t, rdb.FlushDB(ctx).Err())
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01AFTERRESTART"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01AFTERRESTART"}))
 			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01AFTERRESTART")
 			require.ErrorIs(t, err, asynq.ErrQueueNotFound, "the queue is not registered again")
 			require.NoError(t, rdb.SAdd(ctx, "asynq:queues", jobs.DefaultQueueName).Err())
@@ -131,13 +148,13 @@ func TestQueue(t *testing.T) {
 
 		t.Run("RedriveJobRunsACompletedTaskAgain", func(t *testing.T) {
 			b := setup(t, open(t))
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01DONE"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01DONE"}))
 			var runs atomic.Int32
 			b.server(t, fastConfig(), func(s *jobs.Server) {
 				s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error { runs.Add(1); return nil }))
 			})
 			b.waitState(t, "job_01DONE", asynq.TaskStateCompleted)
-			did, err := b.queue.RedriveJob(ctx, "job_01DONE")
+			did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01DONE"})
 			require.NoError(t, err)
 			require.True(t, did)
 			require.Eventually(t, func() bool { return runs.Load() == 2 }, 10*time.Second, 10*time.Millisecond)
@@ -153,7 +170,7 @@ func TestQueue(t *testing.T) {
 	t.Run("RejectsEmptyJobID", func(t *testing.T) {
 		q := jobs.NewQueue(asynq.RedisClientOpt{Addr: "127.0.0.1:1"})
 		defer q.Close()
-		require.Error(t, q.EnqueueJob(context.Background(), ""))
+		require.Error(t, q.EnqueueJob(context.Background(), domain.JobTask{JobID: ""}))
 	})
 }
 

@@ -49,6 +49,17 @@ type ServerConfig struct {
 	// LogRepeatInterval: a failure that repeats (a dependency down) is logged once per
 	// interval with a count (default 10s).
 	LogRepeatInterval time.Duration
+	// Pools are further sets of queues, each served with a concurrency of its own
+	// beside Queues: the engines' queues, so that slow work in one cannot take the
+	// slots of another.
+	Pools []Pool
+}
+
+// Pool is a set of queues served by Concurrency tasks at a time.
+type Pool struct {
+	Name        string
+	Queues      map[string]int
+	Concurrency int
 }
 
 // DefaultServerConfig is the configuration zero fields fall back to.
@@ -125,6 +136,19 @@ func (c ServerConfig) Validate() error {
 			return fmt.Errorf("worker Queues: %q needs a name and a priority of at least 1 (has %d)", name, prio)
 		}
 	}
+	for _, p := range c.Pools {
+		if p.Concurrency < 1 || len(p.Queues) == 0 {
+			return fmt.Errorf("worker pool %s: needs queues and a concurrency of at least 1 (has %d)", p.Name, p.Concurrency)
+		}
+		for name, prio := range p.Queues {
+			if name == SweepQueueName {
+				return fmt.Errorf("worker pool %s: %q is the sweeps' own queue, served apart", p.Name, name)
+			}
+			if name == "" || prio < 1 {
+				return fmt.Errorf("worker pool %s: queue %q needs a name and a priority of at least 1", p.Name, name)
+			}
+		}
+	}
 	return nil
 }
 
@@ -148,8 +172,9 @@ type Server struct {
 	log       *slog.Logger
 	repeated  *logging.Repeated // failures that repeat while a dependency is down
 	rdb       redis.UniversalClient
-	srv       *asynq.Server // the job queues
-	sweeps    *asynq.Server // the sweep queue, with workers of its own
+	srv       *asynq.Server   // the job queues of Queues
+	pools     []*asynq.Server // the job queues of each Pool
+	sweeps    *asynq.Server   // the sweep queue, with workers of its own
 	mux       *asynq.ServeMux
 	client    *asynq.Client
 	inspector *asynq.Inspector
@@ -157,6 +182,7 @@ type Server struct {
 	mu       sync.Mutex
 	periodic []*periodicEntry
 	local    []*localEntry
+	hooks    []func() // run at Shutdown, after the tasks
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown sync.Once
@@ -175,27 +201,30 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	s.client = asynq.NewClientFromRedisClient(s.rdb)
 	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
 	s.mux.Use(SkipNonRetryable)
-	base := asynq.Config{
-		Concurrency:              cfg.Concurrency,
-		ShutdownTimeout:          cfg.ShutdownTimeout,
-		Queues:                   cfg.Queues,
-		RetryDelayFunc:           notRunDelay(cfg.RetryDelayFunc, cfg.NotRunRetryDelay),
-		IsFailure:                isFailure,
-		TaskCheckInterval:        cfg.TaskCheckInterval,
-		DelayedTaskCheckInterval: cfg.DelayedTaskCheckInterval,
-		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
-		Logger:                   asynqLogger{l: logger, repeated: s.repeated},
-		LogLevel:                 asynqLevel(logger),
+	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues, cfg.TaskCheckInterval)
+	for _, p := range cfg.Pools {
+		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues, cfg.TaskCheckInterval))
 	}
-	s.srv = asynq.NewServerFromRedisClient(s.rdb, base)
 	// Sweeps are few and short; two workers of their own keep one from waiting for
 	// another, and a poll of 200 ms is prompt enough for a task fired every few seconds.
-	sweeps := base
-	sweeps.Concurrency = 2
-	sweeps.Queues = map[string]int{SweepQueueName: 1}
-	sweeps.TaskCheckInterval = max(cfg.TaskCheckInterval, 200*time.Millisecond)
-	s.sweeps = asynq.NewServerFromRedisClient(s.rdb, sweeps)
+	s.sweeps = s.newAsynq(2, map[string]int{SweepQueueName: 1}, max(cfg.TaskCheckInterval, 200*time.Millisecond))
 	return s
+}
+
+func (s *Server) newAsynq(concurrency int, queues map[string]int, poll time.Duration) *asynq.Server {
+	cfg := s.cfg
+	return asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
+		Concurrency:              concurrency,
+		ShutdownTimeout:          cfg.ShutdownTimeout,
+		Queues:                   queues,
+		RetryDelayFunc:           notRunDelay(cfg.RetryDelayFunc, cfg.NotRunRetryDelay),
+		IsFailure:                isFailure,
+		TaskCheckInterval:        poll,
+		DelayedTaskCheckInterval: cfg.DelayedTaskCheckInterval,
+		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
+		Logger:                   asynqLogger{l: s.log, repeated: s.repeated},
+		LogLevel:                 asynqLevel(s.log),
+	})
 }
 
 // isFailure tells asynq whether a task's error counts as a failed attempt: an attempt
@@ -231,7 +260,19 @@ func (s *Server) Start() error {
 	if err := s.srv.Start(s.mux); err != nil {
 		return fmt.Errorf("start worker server: %w", err)
 	}
+	for i, p := range s.pools {
+		if err := p.Start(s.mux); err != nil {
+			for _, started := range s.pools[:i] {
+				started.Shutdown()
+			}
+			s.srv.Shutdown()
+			return fmt.Errorf("start worker pool %s: %w", s.cfg.Pools[i].Name, err)
+		}
+	}
 	if err := s.sweeps.Start(s.mux); err != nil {
+		for _, started := range s.pools {
+			started.Shutdown()
+		}
 		s.srv.Shutdown()
 		return fmt.Errorf("start sweep server: %w", err)
 	}
@@ -265,10 +306,28 @@ func (s *Server) Shutdown() {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
-		s.sweeps.Shutdown()
-		s.srv.Shutdown()
+		// The pools stop together, so their running tasks share one shutdown timeout.
+		var wg sync.WaitGroup
+		for _, p := range append([]*asynq.Server{s.srv, s.sweeps}, s.pools...) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.Shutdown()
+			}()
+		}
+		wg.Wait()
+		for _, h := range s.hooks {
+			h()
+		}
 		_ = s.rdb.Close()
 	})
+}
+
+// onShutdown registers fn to run at Shutdown, after the last task.
+func (s *Server) onShutdown(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, fn)
 }
 
 // Inspector reads queue and task state (for tests and metrics); it shares the
@@ -282,9 +341,15 @@ func (s *Server) QueueDepth(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for q := range s.cfg.Queues {
-		if _, ok := depth[q]; !ok {
-			depth[q] = 0
+	queues := []map[string]int{s.cfg.Queues}
+	for _, p := range s.cfg.Pools {
+		queues = append(queues, p.Queues)
+	}
+	for _, qs := range queues {
+		for q := range qs {
+			if _, ok := depth[q]; !ok {
+				depth[q] = 0
+			}
 		}
 	}
 	if _, ok := depth[SweepQueueName]; !ok {

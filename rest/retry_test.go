@@ -83,12 +83,12 @@ func TestRetries(t *testing.T) {
 		id := r.json(t)["id"].(string)
 		insp := asynq.NewInspector(b.redisOpt)
 		defer insp.Close()
-		require.NoError(t, insp.DeleteTask(jobs.DefaultQueueName, id), "the task is lost")
+		require.NoError(t, insp.DeleteTask(domain.QueueName([]string{"inspect"}), id), "the task is lost")
 
 		n, err := b.svc.Jobs.RedriveLost(context.Background(), 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		info, err := insp.GetTaskInfo(jobs.DefaultQueueName, id)
+		info, err := insp.GetTaskInfo(domain.QueueName([]string{"inspect"}), id)
 		require.NoError(t, err, "the task is back under the job's id")
 		require.Equal(t, id, info.ID)
 		n, err = b.svc.Jobs.RedriveLost(context.Background(), 0)
@@ -110,12 +110,12 @@ func TestRetries(t *testing.T) {
 		insp := asynq.NewInspector(b.redisOpt)
 		defer insp.Close()
 		// As asynq does when a task's attempts ran out without the job's outcome written.
-		require.NoError(t, insp.ArchiveTask(jobs.DefaultQueueName, id))
+		require.NoError(t, insp.ArchiveTask(inspectQueue, id))
 
 		n, err := b.svc.Jobs.RedriveLost(context.Background(), 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		info, err := insp.GetTaskInfo(jobs.DefaultQueueName, id)
+		info, err := insp.GetTaskInfo(inspectQueue, id)
 		require.NoError(t, err)
 		require.Equal(t, asynq.TaskStatePending, info.State)
 
@@ -141,7 +141,7 @@ func TestRetries(t *testing.T) {
 		require.NoError(t, err)
 		insp := asynq.NewInspector(b.redisOpt)
 		defer insp.Close()
-		require.NoError(t, insp.DeleteTask(jobs.DefaultQueueName, id))
+		require.NoError(t, insp.DeleteTask(inspectQueue, id))
 
 		_, err = b.svc.Jobs.ClaimJob(ctx, id)
 		require.ErrorIs(t, err, domain.ErrNotRun, "nobody takes a job whose lease holds")
@@ -233,10 +233,15 @@ func (s *unreachableStore) TransitionJob(ctx context.Context, t *domain.JobTrans
 	return s.Store.TransitionJob(ctx, t)
 }
 
+// inspectQueue is the queue of inspect jobs.
+var inspectQueue = domain.QueueName([]string{"inspect"})
+
 // startWorker runs a worker on b's queue until the test ends.
 func startWorker(t *testing.T, b *bundle) {
 	t.Helper()
-	w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1,
+		Pools: jobs.EnginePools(b.svc.Jobs.Registry, b.svc.Jobs.Engines, func(string) int { return 1 })},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	jobs.RegisterTasks(w, b.svc, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Shutdown)
