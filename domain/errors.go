@@ -88,24 +88,21 @@ type Error struct {
 	Details map[string]any
 	// RetryAfter, in seconds, for the 429 and 503 codes that know when to come back.
 	RetryAfter int
-	// Cause is what went wrong underneath, in words for the log (paths, hosts, system
-	// errors); it is never shown to a client.
+	// Cause is what went wrong underneath (a parser's or a tool's own words), for the
+	// logs: Error includes it, Message never does, and no door shows it to a client.
 	Cause error
 }
 
 func (e *Error) Error() string {
 	s := e.Code + ": " + e.Message
 	if e.Param != "" {
-		s += " (param " + e.Param + ")"
+		s = fmt.Sprintf("%s: %s (param %s)", e.Code, e.Message, e.Param)
 	}
 	if e.Cause != nil {
-		s += ": " + e.Cause.Error()
+		s += " (" + e.Cause.Error() + ")"
 	}
 	return s
 }
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Cause }
 
 // Unavailable is the dependency_unavailable error: message is the plain sentence a
 // client sees, cause the details for the log. It is marked ErrUnavailable.
@@ -117,6 +114,9 @@ func Unavailable(message string, cause error) *Error {
 	}
 	return &Error{Code: CodeDependencyUnavailable, Message: message, Cause: cause}
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Errorf returns an *Error with the given code and formatted message.
 func Errorf(code, format string, args ...any) *Error {
