@@ -46,12 +46,12 @@ func TestDiskFull(t *testing.T) {
 
 	// Fits the storage, not the work directory.
 	big := uploadText(t, base, key, strings.Repeat("no room for this at the worker\n", 2<<20/31))
+	status, opened := apiPost(t, base+"/v1/uploads", key, map[string]any{"filename": "b.txt", "byte_size": 64 << 10})
+	require.Equal(t, 201, status, "%v", opened)
 	filler := fill(t, data)
 
 	t.Run("UploadIs503WithAPlainSentence", func(t *testing.T) {
-		status, up := apiPost(t, base+"/v1/uploads", key, map[string]any{"filename": "b.txt", "byte_size": 64 << 10})
-		require.Equal(t, 201, status, "%v", up)
-		req, _ := http.NewRequest("PUT", up["upload_url"].(string), bytes.NewReader(make([]byte, 64<<10)))
+		req, _ := http.NewRequest("PUT", opened["upload_url"].(string), bytes.NewReader(make([]byte, 64<<10)))
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -63,6 +63,13 @@ func TestDiskFull(t *testing.T) {
 		require.Equal(t, "dependency_unavailable", body.Error.Code)
 		requirePlain(t, body.Error.Message)
 		require.NotEmpty(t, resp.Header.Get("Retry-After"))
+
+		// Opening an upload stages it on the same disk.
+		status, up := apiPost(t, base+"/v1/uploads", key, map[string]any{"filename": "c.txt", "byte_size": 10})
+		require.Equal(t, http.StatusServiceUnavailable, status, "%v", up)
+		e := up["error"].(map[string]any)
+		require.Equal(t, "dependency_unavailable", e["code"])
+		requirePlain(t, e["message"].(string))
 	})
 
 	t.Run("ReadyzNamesTheStorage", func(t *testing.T) {
