@@ -790,7 +790,11 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 			return nil
 		}
 		if err != nil {
-			s.discardArtifacts(ctx, arts)
+			if !retried {
+				// A write tried again may have been committed the first time: in doubt,
+				// the bytes stay.
+				s.discardArtifacts(ctx, arts)
+			}
 			s.releaseLease(ctx, j)
 			return s.notRun(ctx, err)
 		}
