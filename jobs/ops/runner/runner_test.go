@@ -177,3 +177,5 @@ func TestOutputIsBounded(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, errors.Is(err, runner.ErrKilled))
 }
+
+func killGroup(pgid int) error { return syscall.Kill(-pgid, syscall.SIGKILL) }
