@@ -475,7 +475,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // bigDOCX is long enough that converting it takes LibreOffice many seconds (2000
 // pages: about 7 s on one core).
-func bigDOCX(t *testing.T, pages int) []byte { return officetest.DOCX(t, officetest.TextPages(pages, 6)) }
+func bigDOCX(t *testing.T, pages int) []byte {
+	return officetest.DOCX(t, officetest.TextPages(pages, 6))
+}
 
 func TestInstanceKilledMidConversionIsReplaced(t *testing.T) {
 	t.Parallel()

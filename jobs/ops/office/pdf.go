@@ -14,11 +14,11 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
-	_ "image/gif"  // image → PDF inputs re-encoded as PNG
-	_ "image/jpeg" // and output verification
 	_ "golang.org/x/image/bmp"
 	_ "golang.org/x/image/tiff"
 	_ "golang.org/x/image/webp"
+	_ "image/gif"  // image → PDF inputs re-encoded as PNG
+	_ "image/jpeg" // and output verification
 
 	"github.com/filemill/filemill/domain"
 )
