@@ -112,6 +112,8 @@ func inputKind(f domain.Format, filename string) (string, kind) {
 		return ext, kindImage
 	case f.MIMEType == "text/html":
 		return "html", kindHTML
+	case ext != "txt" && ext != "csv" && importFilter[ext].filter != "":
+		return ext, importFilter[ext].kind // rtf is text/rtf, yet no plain text
 	case strings.HasPrefix(f.MIMEType, "text/") || ext == "txt":
 		switch nameExt {
 		case "md", "markdown":

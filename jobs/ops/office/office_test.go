@@ -227,6 +227,25 @@ func TestPPTXToPDFOnePagePerSlide(t *testing.T) {
 	}
 }
 
+func TestRTFAndCSVToPDF(t *testing.T) {
+	t.Parallel()
+	e := sharedEngine(t)
+	rtf := `{\rtf1\ansi{\fonttbl\f0\fswiss Helvetica;}\f0\pard Lapis {\b lazuli} paragraph.\par}`
+	out, err := convert(t, e, "note.rtf", []byte(rtf), "pdf")
+	require.NoError(t, err)
+	text := pdfText(t, onlyArtifact(t, out, "note.pdf", "application/pdf"), 0)
+	require.Contains(t, text, "Lapis lazuli paragraph.")
+	require.NotContains(t, text, "rtf1", "read as RTF, not as plain text")
+
+	out, err = convert(t, e, "rows.csv", []byte("city,population\nOslo,709000\nBergen,291000\n"), "pdf")
+	require.NoError(t, err)
+	text = pdfText(t, onlyArtifact(t, out, "rows.pdf", "application/pdf"), 0)
+	for _, w := range []string{"Oslo", "709000", "Bergen"} {
+		require.Contains(t, text, w)
+	}
+	require.NotContains(t, text, "Oslo,709000", "cells, not a line of text")
+}
+
 func TestEncryptedDocumentFails(t *testing.T) {
 	t.Parallel()
 	e := sharedEngine(t)
