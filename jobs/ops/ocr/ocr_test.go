@@ -261,6 +261,12 @@ func TestOCRErrors(t *testing.T) {
 	_, err = run(t, e, cutPDF, ocr.Options{}, nil)
 	require.Equal(t, domain.CodeCorruptedFile, domain.ErrorCode(err), "%v", err)
 
+	locked := filepath.Join(dir, "locked.pdf")
+	qb, err := exec.Command("qpdf", "--encrypt", "user", "owner", "256", "--", pdf, locked).CombinedOutput()
+	require.NoError(t, err, "qpdf (apt-get install qpdf): %s", qb)
+	_, err = run(t, e, locked, ocr.Options{}, nil)
+	require.Equal(t, domain.CodeEncryptedFile, domain.ErrorCode(err), "%v", err)
+
 	small, err := ocr.New(ocr.Config{MaxPixels: 1000})
 	require.NoError(t, err)
 	defer small.Close()

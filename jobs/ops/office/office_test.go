@@ -255,6 +255,20 @@ func TestEncryptedDocumentFails(t *testing.T) {
 	require.NotContains(t, err.Error(), "Exception", "LibreOffice's words stay in the log")
 }
 
+func TestPasswordProtectedPDFFails(t *testing.T) {
+	t.Parallel()
+	e := sharedEngine(t)
+	out, err := convert(t, e, "memo.docx", officetest.DOCX(t, [][]string{{"locked"}}), "pdf")
+	require.NoError(t, err)
+	locked := filepath.Join(t.TempDir(), "locked.pdf")
+	b, err := exec.Command("qpdf", "--encrypt", "user", "owner", "256", "--", out.Artifacts[0].Path, locked).CombinedOutput()
+	require.NoError(t, err, "qpdf (apt-get install qpdf): %s", b)
+	pdf, err := os.ReadFile(locked)
+	require.NoError(t, err)
+	_, err = convert(t, e, "locked.pdf", pdf, "txt")
+	requireCode(t, err, domain.CodeEncryptedFile)
+}
+
 func TestTruncatedDocumentFails(t *testing.T) {
 	t.Parallel()
 	e := sharedEngine(t)
