@@ -21,6 +21,21 @@ type Config struct {
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
 	AuthCacheTTL time.Duration
+	// JobTimeout bounds one attempt of an operation that has no timeout of its own in
+	// OperationTimeouts; a preset's attempt gets the sum of its steps'.
+	JobTimeout        time.Duration
+	OperationTimeouts map[string]time.Duration
+}
+
+// OperationTimeout bounds one attempt of the named operation.
+func (c Config) OperationTimeout(name string) time.Duration {
+	if d, ok := c.OperationTimeouts[name]; ok && d > 0 {
+		return d
+	}
+	if c.JobTimeout > 0 {
+		return c.JobTimeout
+	}
+	return 10 * time.Minute
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -35,6 +50,7 @@ func DefaultConfig() Config {
 		IdempotencyTTL:          24 * time.Hour,
 		MaxWebhookEndpoints:     20,
 		AuthCacheTTL:            time.Second,
+		JobTimeout:              10 * time.Minute,
 	}
 }
 
@@ -53,6 +69,13 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
+	case c.JobTimeout < 0:
+		return errors.New("FILEMILL_JOB_TIMEOUT must not be negative")
+	}
+	for name, d := range c.OperationTimeouts {
+		if d <= 0 {
+			return fmt.Errorf("FILEMILL_OPERATION_TIMEOUTS: %s needs a positive duration", name)
+		}
 	}
 	return nil
 }
@@ -72,15 +95,22 @@ type Services struct {
 	Usage         *Usage
 }
 
-// Deps are the ports the services run on. Blobs, Fetcher, Queue and Engines may be
-// nil in processes that touch no bytes and run no jobs (admin commands).
+// Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines, Directory,
+// Pages and Verifier may be nil in processes that touch no bytes and run no jobs (admin
+// commands).
 type Deps struct {
-	Store   Store
-	Clock   Clock
-	Blobs   Blobs
-	Fetcher Fetcher
-	Queue   Queue
+	Store    Store
+	Clock    Clock
+	Blobs    Blobs
+	Fetcher  Fetcher
+	Queue    Queue
+	Registry *Registry // every operation and preset; empty when nil
+	// Engines are the engine families this process runs, by family name.
 	Engines map[string]Engine
+	// Directory tells which families live workers run; nil: only this process's Engines.
+	Directory EngineDirectory
+	Pages     PageCounter
+	Verifier  OutputVerifier
 }
 
 // NewServices wires the services over their ports.
@@ -94,8 +124,12 @@ func NewServices(cfg Config, d Deps) *Services {
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
 	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
-	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines}
-	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg}
+	if d.Registry == nil {
+		d.Registry = NewRegistry()
+	}
+	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
+		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
 	metered := ok && m.MetersEgress()
