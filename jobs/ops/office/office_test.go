@@ -319,6 +319,13 @@ func TestDocumentsNeverFetchRemoteResources(t *testing.T) {
 	_, err = convert(t, e, "remote.md", []byte(fmt.Sprintf("Text ![img](%s/md.png)\n", srv.URL)), "pdf")
 	require.NoError(t, err)
 	require.Zero(t, hits.Load(), "no request reached the server")
+
+	// An office document that links an image by URL (LibreOffice with a default
+	// profile fetches it) converts without reaching for it.
+	out, err := convert(t, e, "linked.docx", officetest.DOCXWithLinkedImage(t, "linked image here", srv.URL+"/remote.png"), "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "linked image here")
+	require.Zero(t, hits.Load(), "the linked image was not fetched")
 }
 
 func TestImageToPDF(t *testing.T) {

@@ -44,6 +44,27 @@ func zipParts(tb testing.TB, parts [][2]string) []byte {
 // paragraphs), separated by page breaks; docProps/app.xml records the page count.
 func DOCX(tb testing.TB, pages [][]string) []byte {
 	tb.Helper()
+	return docx(tb, pages, "", "")
+}
+
+// DOCXWithLinkedImage returns a one-paragraph Word document showing an image that is
+// linked, not embedded: opening it would fetch url.
+func DOCXWithLinkedImage(tb testing.TB, text, url string) []byte {
+	tb.Helper()
+	const emu = "952500"
+	drawing := `<w:p><w:r><w:drawing><wp:inline><wp:extent cx="` + emu + `" cy="` + emu + `"/><wp:docPr id="1" name="Picture 1"/>` +
+		`<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture">` +
+		`<pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:nvPicPr><pic:cNvPr id="0" name="remote.png"/><pic:cNvPicPr/></pic:nvPicPr>` +
+		`<pic:blipFill><a:blip r:link="rIdRemote"/><a:stretch><a:fillRect/></a:stretch></pic:blipFill>` +
+		`<pic:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="` + emu + `" cy="` + emu + `"/></a:xfrm><a:prstGeom prst="rect"><a:avLst/></a:prstGeom></pic:spPr></pic:pic>` +
+		`</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>`
+	rels := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rIdRemote" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="` + html.EscapeString(url) + `" TargetMode="External"/></Relationships>`
+	return docx(tb, [][]string{{text}}, drawing, rels)
+}
+
+func docx(tb testing.TB, pages [][]string, extraBody, docRels string) []byte {
+	tb.Helper()
 	var body strings.Builder
 	for i, paras := range pages {
 		for j, p := range paras {
@@ -54,17 +75,22 @@ func DOCX(tb testing.TB, pages [][]string) []byte {
 			fmt.Fprintf(&body, `<w:r><w:t xml:space="preserve">%s</w:t></w:r></w:p>`, html.EscapeString(p))
 		}
 	}
-	return zipParts(tb, [][2]string{
+	body.WriteString(extraBody)
+	parts := [][2]string{
 		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/docProps/app.xml" ContentType="application/vnd.openxmlformats-officedocument.extended-properties+xml"/></Types>`},
 		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/extended-properties" Target="docProps/app.xml"/></Relationships>`},
 		{"word/document.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>` + body.String() +
+<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><w:body>` + body.String() +
 			`<w:sectPr><w:pgSz w:w="12240" w:h="15840"/><w:pgMar w:top="1440" w:right="1440" w:bottom="1440" w:left="1440"/></w:sectPr></w:body></w:document>`},
 		{"docProps/app.xml", fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties"><Application>filemill test</Application><Pages>%d</Pages></Properties>`, len(pages))},
-	})
+	}
+	if docRels != "" {
+		parts = append(parts, [2]string{"word/_rels/document.xml.rels", docRels})
+	}
+	return zipParts(tb, parts)
 }
 
 // Words returns n distinct, dictionary-like words for page i, so text found in an
