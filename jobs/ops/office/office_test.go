@@ -514,7 +514,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // bigDOCX is long enough that converting it takes LibreOffice many seconds (2000
-// pages: about 7 s on one core).
+// pages: about 7 s on one core; 8000 about half a minute).
 func bigDOCX(t *testing.T, pages int) []byte {
 	return officetest.DOCX(t, officetest.TextPages(pages, 6))
 }
@@ -557,7 +557,7 @@ func TestHangingConversionIsKilledAtItsDeadline(t *testing.T) {
 	t.Parallel()
 	// The timeout leaves room for a first conversion on a busy machine, and is far
 	// below what the big document needs.
-	const timeout = 3 * time.Second
+	const timeout = 8 * time.Second
 	e := newEngine(t, func(c *office.Config) { c.Timeout = timeout })
 	small := officetest.DOCX(t, [][]string{{"before"}})
 	_, err := convert(t, e, "warm.docx", small, "pdf")
@@ -566,7 +566,7 @@ func TestHangingConversionIsKilledAtItsDeadline(t *testing.T) {
 	require.NotEmpty(t, officeProcesses(t, pgid))
 
 	start := time.Now()
-	_, err = convert(t, e, "big.docx", bigDOCX(t, 6000), "pdf")
+	_, err = convert(t, e, "big.docx", bigDOCX(t, 8000), "pdf")
 	requireCode(t, err, domain.CodeTimeout)
 	require.Less(t, time.Since(start), timeout+15*time.Second, "the run ends at its deadline, not when LibreOffice finishes")
 	require.False(t, groupAlive(pgid), "the helper and LibreOffice are gone together")
