@@ -82,8 +82,11 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 	out := map[string]domain.Engine{}
 	closeAll := func() {
 		for _, e := range out {
-			if c, ok := e.(interface{ Close() error }); ok {
+			switch c := e.(type) {
+			case interface{ Close() error }:
 				_ = c.Close()
+			case interface{ Close() }:
+				c.Close()
 			}
 		}
 		if pool != nil {
