@@ -14,6 +14,7 @@ type Jobs struct {
 	Clock   Clock
 	Config  Config
 	Engines map[string]Engine // by engine name; a missing engine makes its operations unavailable
+	Bus     EventBus          // receives running jobs' progress; nil for none
 }
 
 // JobQuery is a list request.

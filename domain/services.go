@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/filemill/filemill/domain/netguard"
 )
 
 // Config holds the deployment's limits and defaults that the services enforce.
@@ -17,6 +19,9 @@ type Config struct {
 	UploadSessionTTL        time.Duration // an open session is swept after this
 	IdempotencyTTL          time.Duration
 	MaxWebhookEndpoints     int // per project and environment
+	// EventRetention is how long events are kept (GET /v1/events, file history) before
+	// they are swept.
+	EventRetention time.Duration
 	// AuthCacheTTL is how long an authenticated key is remembered in-process; a key
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
@@ -34,6 +39,7 @@ func DefaultConfig() Config {
 		UploadSessionTTL:        24 * time.Hour,
 		IdempotencyTTL:          24 * time.Hour,
 		MaxWebhookEndpoints:     20,
+		EventRetention:          30 * 24 * time.Hour,
 		AuthCacheTTL:            time.Second,
 	}
 }
@@ -51,6 +57,8 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_HASH_WINDOW must not be negative")
 	case c.UploadURLTTL < time.Minute:
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
+	case c.EventRetention < time.Hour:
+		return errors.New("FILEMILL_EVENT_RETENTION must be at least 1h")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
 	}
@@ -73,7 +81,8 @@ type Services struct {
 }
 
 // Deps are the ports the services run on. Blobs, Fetcher, Queue and Engines may be
-// nil in processes that touch no bytes and run no jobs (admin commands).
+// nil in processes that touch no bytes and run no jobs (admin commands); Bus,
+// Deliveries and WebhookSender in processes that relay and deliver no events.
 type Deps struct {
 	Store   Store
 	Clock   Clock
@@ -81,6 +90,11 @@ type Deps struct {
 	Fetcher Fetcher
 	Queue   Queue
 	Engines map[string]Engine
+	// Guard vets webhook endpoint URLs; nil checks their shape only.
+	Guard         *netguard.Guard
+	Bus           EventBus
+	Deliveries    DeliveryQueue
+	WebhookSender WebhookSender
 }
 
 // NewServices wires the services over their ports.
@@ -93,8 +107,9 @@ func NewServices(cfg Config, d Deps) *Services {
 	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
-	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
-	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines}
+	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg, Guard: d.Guard, Bus: d.Bus,
+		Deliveries: d.Deliveries, Sender: d.WebhookSender}
+	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines, Bus: d.Bus}
 	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
