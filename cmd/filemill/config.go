@@ -37,7 +37,11 @@ type Config struct {
 	LogFormat          string
 	WorkerConcurrency  int
 	WorkerPollInterval time.Duration
-	Domain             domain.Config
+	// WebhookConcurrency is how many delivery attempts a worker process makes at once;
+	// WebhookEndpointConcurrency how many of them may go to one endpoint.
+	WebhookConcurrency         int
+	WebhookEndpointConcurrency int
+	Domain                     domain.Config
 }
 
 // setting describes one configuration value: its flag, its variable and its default.
@@ -50,6 +54,7 @@ type rawConfig struct {
 	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
 	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir             string
+	eventRetention, webhookConcurrency, webhookEndpointConcurrency                             string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -74,6 +79,9 @@ func (rc *rawConfig) settings() []setting {
 		{"worker-concurrency", "FILEMILL_WORKER_CONCURRENCY", "0", "jobs run at once per worker process (0: twice the CPUs)", &rc.workerConcurrency},
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
 		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", "10ms", "how often an idle worker looks for jobs: the wait of a job on an idle worker against idle CPU", &rc.workerPoll},
+		{"event-retention", "FILEMILL_EVENT_RETENTION", "720h", "how long events are kept (GET /v1/events, file history) before they are swept", &rc.eventRetention},
+		{"webhook-concurrency", "FILEMILL_WEBHOOK_CONCURRENCY", "64", "webhook delivery attempts one worker process makes at once", &rc.webhookConcurrency},
+		{"webhook-endpoint-concurrency", "FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", "8", "of those, how many may go to one endpoint at once, so a slow endpoint cannot hold up the others", &rc.webhookEndpointConcurrency},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 	}
 }
@@ -157,6 +165,8 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 		{"FILEMILL_RATE_LIMIT_PER_MINUTE", rc.rateLimit, &c.Domain.DefaultRateLimit},
 		{"FILEMILL_PROJECT_CONCURRENCY_LIMIT", rc.concurrency, &c.Domain.DefaultConcurrencyLimit},
 		{"FILEMILL_WORKER_CONCURRENCY", rc.workerConcurrency, &c.WorkerConcurrency},
+		{"FILEMILL_WEBHOOK_CONCURRENCY", rc.webhookConcurrency, &c.WebhookConcurrency},
+		{"FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", rc.webhookEndpointConcurrency, &c.WebhookEndpointConcurrency},
 	}
 	for _, i := range ints {
 		n, err := strconv.Atoi(i.v)
@@ -167,6 +177,15 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.WorkerConcurrency < 0 {
 		return nil, errors.New("FILEMILL_WORKER_CONCURRENCY: must not be negative")
+	}
+	if c.WebhookConcurrency < 1 || c.WebhookConcurrency > 10000 {
+		return nil, errors.New("FILEMILL_WEBHOOK_CONCURRENCY: must be between 1 and 10000")
+	}
+	if c.WebhookEndpointConcurrency < 1 || c.WebhookEndpointConcurrency > c.WebhookConcurrency {
+		return nil, errors.New("FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY: must be between 1 and FILEMILL_WEBHOOK_CONCURRENCY")
+	}
+	if c.Domain.EventRetention, err = time.ParseDuration(rc.eventRetention); err != nil {
+		return nil, fmt.Errorf("FILEMILL_EVENT_RETENTION: %q is not a duration like 720h", rc.eventRetention)
 	}
 	if c.Domain.MaxFileSize, err = strconv.ParseInt(rc.maxFileSize, 10, 64); err != nil {
 		return nil, fmt.Errorf("FILEMILL_MAX_FILE_SIZE: %q is not a number of bytes", rc.maxFileSize)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/rest"
@@ -44,7 +45,18 @@ type app struct {
 	blobs    domain.Blobs
 	local    *storage.Local // nil unless blobs live on local disk
 	queue    *jobs.Queue
+	// The event stream and webhook delivery.
+	bus      eventBus
+	webhooks *jobs.WebhookQueue
+	sender   *jobs.HTTPSender
 	svc      *domain.Services
+}
+
+// eventBus is the domain's bus and the relay's nudge.
+type eventBus interface {
+	domain.EventBus
+	Nudge()
+	Nudges() <-chan struct{}
 }
 
 func newLogger(cfg *Config) *slog.Logger {
@@ -123,8 +135,20 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	}
 	a.queue = jobs.NewQueue(a.redisOpt)
 	fetcher := fetch.New(fetch.Config{AllowCIDRs: cfg.OutboundAllowCIDRs})
+	// The embedded default is one process: its stream stays in it. Otherwise every
+	// process shares Redis pub/sub, so a relay in any worker reaches subscribers in any
+	// API process.
+	if a.embedded != nil {
+		a.bus = jobs.NewLocalBus()
+	} else {
+		a.bus = jobs.NewRedisBus(a.redis, a.log)
+	}
+	a.store.OnOutbox(a.bus.Nudge)
+	a.webhooks = jobs.NewWebhookQueue(a.redisOpt)
+	guard := &netguard.Guard{Allow: cfg.OutboundAllowCIDRs}
+	a.sender = jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard})
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
-		Fetcher: fetcher, Engines: engines(cfg)})
+		Fetcher: fetcher, Engines: engines(cfg), Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender})
 	return a, nil
 }
 
@@ -144,6 +168,15 @@ func (a *app) recordEgress(key string, n int64) {
 func (a *app) close() {
 	if a.queue != nil {
 		a.queue.Close()
+	}
+	if a.webhooks != nil {
+		a.webhooks.Close()
+	}
+	if a.sender != nil {
+		a.sender.Close()
+	}
+	if c, ok := a.bus.(interface{ Close() error }); ok {
+		c.Close()
 	}
 	if a.redis != nil {
 		a.redis.Close()
@@ -185,12 +218,23 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		}
 	}
 
-	var worker *jobs.Server
+	var worker, deliverer *jobs.Server
 	if roles&roleWorker != 0 {
 		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency, TaskCheckInterval: cfg.WorkerPollInterval}, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
+		}
+		// Webhook attempts have their own server, so endpoints that are slow to answer
+		// never take the goroutines jobs run on; it also runs the outbox relay.
+		deliverer = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WebhookConcurrency,
+			Queues: map[string]int{jobs.WebhookQueueName: 1}, TaskCheckInterval: cfg.WorkerPollInterval,
+			DelayedTaskCheckInterval: time.Second}, log)
+		jobs.RegisterWebhookTasks(deliverer, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
+			Nudges: a.bus.Nudges()}, log)
+		if err := deliverer.Start(); err != nil {
+			worker.Shutdown()
+			return fmt.Errorf("start webhook delivery: %w", err)
 		}
 		log.Info("workers started")
 	}
@@ -222,6 +266,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	}
 	if worker != nil {
 		// Running jobs get the shutdown timeout to finish; the rest go back to the queue.
+		deliverer.Shutdown()
 		worker.Shutdown()
 	}
 	return err
