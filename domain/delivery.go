@@ -62,7 +62,7 @@ type WebhookSender interface {
 }
 
 // DeliveryTask asks for attempt number Attempt+1 of a delivery (Attempt is how many
-// were made before), not before At.
+// were made before), not before At; a zero At is at once.
 type DeliveryTask struct {
 	DeliveryID string
 	EndpointID string
@@ -270,7 +270,7 @@ func (w *Webhooks) RequeueDueDeliveries(ctx context.Context, grace time.Duration
 	}
 	for _, d := range ds {
 		if err := w.Deliveries.EnqueueDelivery(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: d.EndpointID,
-			Attempt: d.Attempts, At: w.Clock.Now()}); err != nil {
+			Attempt: d.Attempts}); err != nil {
 			return 0, err
 		}
 	}
@@ -318,7 +318,7 @@ func (w *Webhooks) SendTest(ctx context.Context, p *Principal, id string) (*Even
 	if err != nil {
 		return nil, err
 	}
-	w.schedule(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: ep.ID, At: now})
+	w.schedule(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: ep.ID})
 	return e, nil
 }
 
@@ -400,7 +400,7 @@ func (w *Webhooks) RetryDelivery(ctx context.Context, p *Principal, endpointID, 
 		return nil, err
 	}
 	d.Status, d.NextAttemptAt, d.UpdatedAt = DeliveryPending, &now, now
-	w.schedule(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: ep.ID, Attempt: d.Attempts, At: now, Manual: true})
+	w.schedule(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: ep.ID, Attempt: d.Attempts, Manual: true})
 	d.History = []*DeliveryAttempt{}
 	if ds, _, err := w.Store.FindDeliveries(ctx, DeliveryFilter{EndpointID: ep.ID, Attempts: DeliveryAttemptsShown,
 		Page: Page{Limit: 1, StartingAfter: nextID(d.ID)}}); err == nil && len(ds) == 1 && ds[0].ID == d.ID {

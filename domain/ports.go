@@ -339,8 +339,9 @@ type Queue interface {
 // Clock tells the time; tests replace it.
 type Clock interface{ Now() time.Time }
 
-// SystemClock is the real clock, in UTC.
+// SystemClock is the real clock, in UTC, to the microsecond.
 type SystemClock struct{}
 
-// Now returns the current time in UTC.
-func (SystemClock) Now() time.Time { return time.Now().UTC() }
+// Now returns the current time in UTC, truncated to the microsecond the databases keep,
+// so a resource an event carries is the one GET reads back.
+func (SystemClock) Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

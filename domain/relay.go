@@ -86,7 +86,7 @@ func (w *Webhooks) Relay(ctx context.Context, limit int) (int, error) {
 	}
 	if w.Deliveries != nil {
 		for _, d := range deliveries {
-			if err := w.Deliveries.EnqueueDelivery(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: d.EndpointID, At: now}); err != nil {
+			if err := w.Deliveries.EnqueueDelivery(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: d.EndpointID}); err != nil {
 				errs = append(errs, fmt.Errorf("schedule delivery %s: %w", d.ID, err))
 				break // left to the due-delivery sweep
 			}

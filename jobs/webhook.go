@@ -87,7 +87,7 @@ func (q *WebhookQueue) enqueue(ctx context.Context, p WebhookPayload, id string,
 	opts := []asynq.Option{asynq.TaskID(id), asynq.Queue(WebhookQueueName), asynq.MaxRetry(q.MaxRetry),
 		// The request's own 15 s plus the bookkeeping around it.
 		asynq.Timeout(time.Minute)}
-	if time.Until(at) > 0 {
+	if !at.IsZero() && time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(at))
 	}
 	_, err = q.client.EnqueueContext(ctx, asynq.NewTask(TypeWebhookDeliver, payload), opts...)

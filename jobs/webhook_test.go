@@ -288,7 +288,10 @@ func TestWebhookSignaturesDuringRotation(t *testing.T) {
 		}
 		// Before the rotation: the one secret.
 		require.NoError(t, verify(oldSecret, got[0]))
-		require.NoError(t, (func() error { wh, _ := standardwebhooks.NewWebhook(oldSecret); return wh.Verify(got[0].body, got[0].header) })())
+		require.NoError(t, (func() error {
+			wh, _ := standardwebhooks.NewWebhook(oldSecret)
+			return wh.Verify(got[0].body, got[0].header)
+		})())
 		require.Error(t, verify(rotated.Secret, got[0]))
 		// During the overlap: both sign, in one header.
 		require.Len(t, splitSignatures(got[1].header.Get("webhook-signature")), 2)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/redistest"
@@ -54,6 +57,11 @@ type setupOpts struct {
 	engine func(domain.Engine) domain.Engine
 	// store, when set, wraps the real store the services use (to inject a fault).
 	store func(domain.Store) domain.Store
+	// guard vets webhook URLs at creation; nil checks their shape only.
+	guard *netguard.Guard
+	// webhooks, when set, runs the outbox relay and webhook delivery in-process,
+	// trusting these certificates and loopback receivers.
+	webhooks *x509.CertPool
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -88,8 +96,20 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.store != nil {
 		svcStore = o.store(store)
 	}
-	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Engines: map[string]domain.Engine{"inspect": engine}})
+	deps := domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
+		Engines: map[string]domain.Engine{"inspect": engine}, Guard: o.guard}
+	var bus *jobs.LocalBus
+	var hooks *jobs.WebhookQueue
+	if o.webhooks != nil {
+		guard := &netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		sender := jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard, RootCAs: o.webhooks})
+		t.Cleanup(sender.Close)
+		bus, hooks = jobs.NewLocalBus(), jobs.NewWebhookQueue(redisOpt)
+		t.Cleanup(func() { hooks.Close() })
+		store.OnOutbox(bus.Nudge)
+		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = guard, bus, hooks, sender
+	}
+	svc = domain.NewServices(cfg, deps)
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
@@ -103,6 +123,13 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		t.Cleanup(w.Shutdown)
 	}
 
+	if o.webhooks != nil {
+		d := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 8, Queues: map[string]int{jobs.WebhookQueueName: 1},
+			TaskCheckInterval: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		jobs.RegisterWebhookTasks(d, svc, hooks, jobs.WebhookConfig{Nudges: bus.Nudges()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, d.Start())
+		t.Cleanup(d.Shutdown)
+	}
 	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt,
 		client: openapitest.New(t).Client(http.DefaultTransport)}
 	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 100)
