@@ -41,6 +41,8 @@ type stackOpts struct {
 	embedded bool
 	dataDir  string // where local blobs live; a temp dir when empty
 	cfg      func(*domain.Config)
+	// hooks, when set, gives the event bus and webhook delivery ports the services use.
+	hooks func(s *stack) domain.Deps
 }
 
 // newStack starts the API over PostgreSQL + Redis (production parts) or over SQLite +
@@ -99,8 +101,12 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	s.svc = domain.NewServices(cfg, domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Engines: s.engines})
+	deps := domain.Deps{Store: s.store, Blobs: s.local, Queue: queue, Engines: s.engines}
+	if o.hooks != nil {
+		h := o.hooks(s)
+		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = h.Guard, h.Bus, h.Deliveries, h.WebhookSender
+	}
+	s.svc = domain.NewServices(cfg, deps)
 	if s.org, err = s.svc.Organizations.Bootstrap(ctx, "bench", "bench", 1<<40); err != nil {
 		tb.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -312,6 +313,42 @@ func (s *Store) FindDeliveries(ctx context.Context, f domain.DeliveryFilter) ([]
 	return ds, more, nil
 }
 
+// deliveryTargetRow is a delivery with its endpoint and event, read in one query.
+type deliveryTargetRow struct {
+	D domain.Delivery        `bun:"embed:d_"`
+	E domain.WebhookEndpoint `bun:"embed:e_"`
+	V domain.Event           `bun:"embed:v_"`
+}
+
+// FindDeliveryTarget returns a delivery with its endpoint (deleted or not) and its
+// event, in one round trip: what an attempt needs. domain.ErrNotFound when any of the
+// three is missing.
+func (s *Store) FindDeliveryTarget(ctx context.Context, id string) (*domain.Delivery, *domain.WebhookEndpoint, *domain.Event, error) {
+	cols := func(model any, alias, prefix string) string {
+		t := s.db.Table(reflect.TypeOf(model))
+		out := ""
+		for i, f := range t.Fields {
+			if i > 0 {
+				out += ", "
+			}
+			out += alias + "." + string(f.SQLName) + " AS " + prefix + f.Name
+		}
+		return out
+	}
+	var row deliveryTargetRow
+	err := s.r().NewRaw(`SELECT `+cols(domain.Delivery{}, "d", "d_")+`, `+cols(domain.WebhookEndpoint{}, "e", "e_")+`, `+
+		cols(domain.Event{}, "v", "v_")+`
+FROM deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id JOIN events AS v ON v.id = d.event_id
+WHERE d.id = ?`, id).Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil, fmt.Errorf("delivery %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("find delivery %s: %w", id, err)
+	}
+	return inUTC(&row.D), inUTC(&row.E), inUTC(&row.V), nil
+}
+
 // FindDueDeliveries returns up to limit pending deliveries due before a moment.
 func (s *Store) FindDueDeliveries(ctx context.Context, before time.Time, limit int) ([]*domain.Delivery, error) {
 	return findAll[domain.Delivery](ctx, s.r(), "due deliveries", func(q *bun.SelectQuery) *bun.SelectQuery {
@@ -321,32 +358,61 @@ func (s *Store) FindDueDeliveries(ctx context.Context, before time.Time, limit i
 }
 
 // RecordDeliveryAttempt stores a and moves the delivery to d if it is still pending
-// with fromAttempts attempts; otherwise only counts the attempt and returns false.
+// with fromAttempts attempts; otherwise only counts the attempt and returns false. On
+// PostgreSQL the usual case is one statement (see writeAtOnce for the form).
 func (s *Store) RecordDeliveryAttempt(ctx context.Context, a *domain.DeliveryAttempt, d *domain.Delivery, fromAttempts int) (bool, error) {
 	won := false
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
+	var err error
+	if s.dialect == DialectPostgres {
+		won, err = s.recordAttemptAtOnce(ctx, a, d, fromAttempts)
+	} else {
+		err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
+				return err
+			}
+			n, err := affected(tx.NewUpdate().Model((*domain.Delivery)(nil)).Set("status = ?", d.Status).
+				Set("attempts = ?", d.Attempts).Set("next_attempt_at = ?", utcOrNil(d.NextAttemptAt)).
+				Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
+				Set("updated_at = ?", d.UpdatedAt.UTC()).
+				Where("id = ?", d.ID).Where("status = ?", domain.DeliveryPending).Where("attempts = ?", fromAttempts).Exec(ctx))
+			won = n == 1
 			return err
-		}
-		n, err := affected(tx.NewUpdate().Model((*domain.Delivery)(nil)).Set("status = ?", d.Status).
-			Set("attempts = ?", d.Attempts).Set("next_attempt_at = ?", utcOrNil(d.NextAttemptAt)).
-			Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
-			Set("updated_at = ?", d.UpdatedAt.UTC()).
-			Where("id = ?", d.ID).Where("status = ?", domain.DeliveryPending).Where("attempts = ?", fromAttempts).Exec(ctx))
-		if err != nil {
-			return err
-		}
-		if won = n == 1; won {
-			return nil
-		}
-		_, err = tx.NewUpdate().Model((*domain.Delivery)(nil)).Set("attempts = attempts + 1").
+		})
+	}
+	if err == nil && !won {
+		_, err = s.w().NewUpdate().Model((*domain.Delivery)(nil)).Set("attempts = attempts + 1").
 			Set("updated_at = ?", d.UpdatedAt.UTC()).Where("id = ?", d.ID).Exec(ctx)
-		return err
-	})
+	}
 	if err != nil {
 		return false, fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
 	}
 	return won, nil
+}
+
+var recordAttemptQuery = newHotQuery(`WITH attempt AS (
+	INSERT INTO delivery_attempts (id, delivery_id, attempt, status_code, duration_ms, response_snippet, error, next_attempt_at, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING 1),
+moved AS (UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?
+	WHERE id = ? AND status = 'pending' AND attempts = ? RETURNING 1)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM attempt)`)
+
+// recordAttemptAtOnce is RecordDeliveryAttempt's insert and conditional update as one
+// prepared statement: atomic without a transaction round trip.
+func (s *Store) recordAttemptAtOnce(ctx context.Context, a *domain.DeliveryAttempt, d *domain.Delivery, fromAttempts int) (bool, error) {
+	rows, err := s.queryHot(ctx, s.w(), recordAttemptQuery, a.ID, a.DeliveryID, a.Attempt, a.StatusCode, a.DurationMS,
+		a.ResponseSnippet, a.Error, utcOrNil(a.NextAttemptAt), a.CreatedAt.UTC(),
+		d.Status, d.Attempts, utcOrNil(d.NextAttemptAt), d.LastStatusCode, d.LastError, d.UpdatedAt.UTC(), d.ID, fromAttempts)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var moved, inserted int
+	if rows.Next() {
+		if err := rows.Scan(&moved, &inserted); err != nil {
+			return false, err
+		}
+	}
+	return moved == 1, rows.Err()
 }
 
 // FinishDelivery moves a pending delivery to status without an attempt.

@@ -128,9 +128,13 @@ func (e *WebhookEndpoint) WebhookHeaders(msgID string, at time.Time, body []byte
 // or another attempt recorded) does nothing; so does one whose endpoint was deleted or
 // disabled, which ends the delivery instead.
 func (w *Webhooks) Attempt(ctx context.Context, t DeliveryTask) error {
-	d, err := w.Store.FindDeliveryByID(ctx, t.DeliveryID)
+	d, ep, ev, err := w.Store.FindDeliveryTarget(ctx, t.DeliveryID)
 	if errors.Is(err, ErrNotFound) {
-		return nil // swept with its event
+		// Swept with its event, or its event alone is gone.
+		if d, err = w.Store.FindDeliveryByID(ctx, t.DeliveryID); err == nil && d.Status == DeliveryPending {
+			return w.Store.FinishDelivery(ctx, d.ID, DeliveryFailed, "the event has expired", w.Clock.Now())
+		}
+		return nil
 	}
 	if err != nil {
 		return err
@@ -139,22 +143,11 @@ func (w *Webhooks) Attempt(ctx context.Context, t DeliveryTask) error {
 		return nil
 	}
 	now := w.Clock.Now()
-	ep, err := w.Store.FindWebhookEndpointByID(ctx, d.EndpointID)
-	if errors.Is(err, ErrNotFound) {
+	if ep.DeletedAt != nil {
 		return w.Store.FinishDelivery(ctx, d.ID, DeliveryFailed, "the endpoint was deleted", now)
-	}
-	if err != nil {
-		return err
 	}
 	if ep.Status != EndpointEnabled {
 		return w.Store.FinishDelivery(ctx, d.ID, DeliveryFailed, "the endpoint is disabled", now)
-	}
-	ev, err := w.Store.FindEventByID(ctx, d.EventID)
-	if errors.Is(err, ErrNotFound) {
-		return w.Store.FinishDelivery(ctx, d.ID, DeliveryFailed, "the event has expired", now)
-	}
-	if err != nil {
-		return err
 	}
 	body, err := json.Marshal(ev.View())
 	if err != nil {
@@ -203,7 +196,7 @@ func (w *Webhooks) record(ctx context.Context, d *Delivery, ep *WebhookEndpoint,
 		next.Status, next.NextAttemptAt = DeliveryFailed, nil
 	}
 	won := false
-	err := w.Store.InTx(ctx, func(tx Store) error {
+	write := func(tx Store) error {
 		var err error
 		if won, err = tx.RecordDeliveryAttempt(ctx, a, &next, t.Attempt); err != nil {
 			return err
@@ -228,7 +221,14 @@ func (w *Webhooks) record(ctx context.Context, d *Delivery, ep *WebhookEndpoint,
 			return err
 		}
 		return nil
-	})
+	}
+	var err error
+	if success(res.StatusCode) && ep.FailingSince == nil {
+		// The usual case writes the attempt alone: no transaction needed.
+		err = write(w.Store)
+	} else {
+		err = w.Store.InTx(ctx, write)
+	}
 	if err != nil {
 		return fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
 	}

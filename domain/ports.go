@@ -220,6 +220,9 @@ type Store interface {
 	// delivery is skipped.
 	CreateDeliveries(ctx context.Context, ds []*Delivery) error
 	FindDeliveryByID(ctx context.Context, id string) (*Delivery, error)
+	// FindDeliveryTarget returns a delivery with its endpoint, deleted or not, and its
+	// event; ErrNotFound when any of them is missing.
+	FindDeliveryTarget(ctx context.Context, id string) (*Delivery, *WebhookEndpoint, *Event, error)
 	// FindDeliveries returns one page of an endpoint's deliveries, newest first, each
 	// with its latest attempts, and whether more follow.
 	FindDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, bool, error)
