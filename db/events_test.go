@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,5 +166,58 @@ func TestWebhookEndpoints(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []string{a3.ID, a1.ID}, ids(got, endpointID))
 		})
+	})
+}
+
+func TestOutboxNudge(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		var nudges atomic.Int32
+		s.OnOutbox(func() { nudges.Add(1) })
+		ev := func() *domain.Event {
+			return &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: domain.EventFileReady, OrganizationID: tn.org.ID,
+				ProjectID: tn.prj.ID, Environment: domain.EnvLive, SubjectID: "file_x", Data: json.RawMessage(`{}`), CreatedAt: now()}
+		}
+		require.NoError(t, s.CreateEvent(ctx, ev()))
+		require.EqualValues(t, 1, nudges.Load(), "a write outside a transaction nudges at once")
+		err := s.InTx(ctx, func(tx domain.Store) error {
+			require.NoError(t, tx.CreateEvent(ctx, ev()))
+			require.EqualValues(t, 1, nudges.Load(), "not before the commit")
+			return nil
+		})
+		require.NoError(t, err)
+		require.EqualValues(t, 2, nudges.Load(), "at the commit")
+		_ = s.InTx(ctx, func(tx domain.Store) error {
+			require.NoError(t, tx.CreateEvent(ctx, ev()))
+			return errors.New("rolled back")
+		})
+		require.EqualValues(t, 2, nudges.Load(), "a rolled back write wakes nobody")
+		require.NoError(t, s.InTx(ctx, func(tx domain.Store) error { _, err := tx.FindEventByID(ctx, "evt_x"); _ = err; return nil }))
+		require.EqualValues(t, 2, nudges.Load(), "nor one that wrote no event")
+		j := newJob(tn.prj, domain.EnvLive)
+		require.NoError(t, s.CreateJob(ctx, j))
+		next := *j
+		next.State = domain.JobRunning
+		e := ev()
+		e.Type, e.SubjectID = domain.EventJobRunning, j.ID
+		require.NoError(t, s.TransitionJob(ctx, &domain.JobTransition{Job: &next, FromState: domain.JobQueued, Events: []*domain.Event{e}}))
+		require.EqualValues(t, 3, nudges.Load(), "an atomic write with events nudges")
+		var claimed []*domain.Event
+		require.NoError(t, s.InTx(ctx, func(tx domain.Store) error {
+			var err error
+			if claimed, err = tx.ClaimOutbox(ctx, 100); err != nil {
+				return err
+			}
+			return tx.ReleaseOutbox(ctx, ids(claimed, eventID))
+		}))
+		require.Len(t, claimed, 3, "every committed event, the one in the atomic write included")
+		require.NoError(t, s.InTx(ctx, func(tx domain.Store) error {
+			var err error
+			claimed, err = tx.ClaimOutbox(ctx, 100)
+			return err
+		}))
+		require.Empty(t, claimed, "released")
 	})
 }

@@ -811,3 +811,32 @@ func (e *hookEnv) deliveries100(max int) []*domain.Delivery {
 }
 
 func err2(_ int, err error) error { return err }
+
+func TestEventRetentionSweep(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		e := newHookEnv(t, s)
+		e.recv.setAnswer(func(int, *http.Request) (int, map[string]string) { return 500, nil })
+		old := e.jobEvent()
+		e.relay()
+		e.runDue()
+		unrelayed := e.jobEvent() // still in the outbox when the sweep comes
+		e.clock.Advance(e.svc.Config.EventRetention + time.Hour)
+		n, err := e.svc.Webhooks.SweepEvents(ctx, 1000)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, n, 1)
+		_, err = s.FindEventByID(ctx, old.ID)
+		require.ErrorIs(t, err, domain.ErrNotFound)
+		require.Empty(t, e.deliveries(), "its deliveries went with it")
+		_, err = s.FindEventByID(ctx, unrelayed.ID)
+		require.NoError(t, err, "an event not relayed yet is never swept")
+		var attempts int
+		require.NoError(t, s.DB().NewRaw("SELECT count(*) FROM delivery_attempts").Scan(ctx, &attempts))
+		require.Zero(t, attempts, "nor their attempts")
+		require.Equal(t, 1, e.relay())
+		_, err = e.svc.Webhooks.FindEvent(ctx, e.p, unrelayed.ID)
+		require.Equal(t, domain.CodeNotFound, domain.ErrorCode(err), "GET shows no event older than the retention")
+	})
+}
