@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/redistest"
 )
 
 // These tests drive the relay and delivery attempts through the domain with an injected
@@ -838,5 +841,63 @@ func TestEventRetentionSweep(t *testing.T) {
 		require.Equal(t, 1, e.relay())
 		_, err = e.svc.Webhooks.FindEvent(ctx, e.p, unrelayed.ID)
 		require.Equal(t, domain.CodeNotFound, domain.ErrorCode(err), "GET shows no event older than the retention")
+	})
+}
+
+// TestSlowEndpointDoesNotHoldUpOthers runs the real delivery server: one endpoint that
+// never answers in time gets many deliveries, and another endpoint's deliveries still
+// arrive while it stalls, because each endpoint may take only a few of the goroutines.
+func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		e := newHookEnv(t, s, domain.EventJobSucceeded) // the fast one
+		release := make(chan struct{})
+		var inFlight, most atomic.Int32
+		slow := newReceiver(t, nil)
+		slow.setAnswer(func(int, *http.Request) (int, map[string]string) {
+			n := inFlight.Add(1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			<-release
+			inFlight.Add(-1)
+			return 200, nil
+		})
+		t.Cleanup(func() { close(release) })
+		_, err := e.svc.Webhooks.CreateEndpoint(ctx, e.p, domain.NewWebhookEndpoint{URL: slow.URL(), EnabledEvents: []string{domain.EventJobFailed}})
+		require.NoError(t, err)
+
+		opt, _, err := jobs.ParseRedisURL(redistest.URL(t))
+		require.NoError(t, err)
+		q := jobs.NewWebhookQueue(opt)
+		t.Cleanup(func() { q.Close() })
+		e.svc.Webhooks.Deliveries = q
+		s.OnOutbox(e.bus.Nudge)
+		d := jobs.NewServer(opt, jobs.ServerConfig{Concurrency: 6, Queues: map[string]int{jobs.WebhookQueueName: 1},
+			TaskCheckInterval: 5 * time.Millisecond, DelayedTaskCheckInterval: 100 * time.Millisecond, ShutdownTimeout: time.Second},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+		jobs.RegisterWebhookTasks(d, e.svc, q, jobs.WebhookConfig{PerEndpoint: 2, Nudges: e.bus.Nudges()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, d.Start())
+		t.Cleanup(d.Shutdown)
+
+		for i := 0; i < 20; i++ {
+			ev := e.newJobEvent()
+			ev.Type = domain.EventJobFailed
+			require.NoError(t, s.CreateEvent(ctx, ev))
+		}
+		require.Eventually(t, func() bool { return inFlight.Load() == 2 }, 15*time.Second, 5*time.Millisecond)
+		var fast []string
+		for i := 0; i < 5; i++ {
+			fast = append(fast, e.jobEvent().ID)
+		}
+		require.Eventually(t, func() bool { return len(e.recv.requests()) == 5 }, 15*time.Second, 5*time.Millisecond,
+			"the fast endpoint is served while the slow one stalls")
+		require.ElementsMatch(t, fast, webhookIDs(e.recv.requests()))
+		require.EqualValues(t, 2, most.Load(), "never more than its share at the slow endpoint")
 	})
 }
