@@ -147,7 +147,7 @@ func newHookEnv(t *testing.T, s *db.Store, events ...string) *hookEnv {
 	cfg.DefaultConcurrencyLimit = 10000
 	svc := domain.NewServices(cfg, domain.Deps{Store: s, Clock: clock, Guard: guard, Bus: bus,
 		WebhookSender: sender, Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
-	boot, err := svc.Organizations.Bootstrap(ctx, "org", "main", 1_000_000)
+	boot, err := svc.Organizations.Bootstrap(ctx, domain.NewID("org-"), "main", 1_000_000)
 	require.NoError(t, err)
 	p, err := svc.Keys.Authenticate(ctx, boot.LiveSecret, netip.MustParseAddr("127.0.0.1"))
 	require.NoError(t, err)
