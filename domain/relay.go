@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -84,12 +85,9 @@ func (w *Webhooks) Relay(ctx context.Context, limit int) (int, error) {
 			}
 		}
 	}
-	if w.Deliveries != nil {
-		for _, d := range deliveries {
-			if err := w.Deliveries.EnqueueDelivery(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: d.EndpointID}); err != nil {
-				errs = append(errs, fmt.Errorf("schedule delivery %s: %w", d.ID, err))
-				break // left to the due-delivery sweep
-			}
+	if w.Deliveries != nil && len(deliveries) > 0 {
+		if err := w.scheduleAll(ctx, deliveries); err != nil {
+			errs = append(errs, err) // left to the due-delivery sweep
 		}
 	}
 	return len(events), errors.Join(errs...)
@@ -120,4 +118,40 @@ func publishProgress(ctx context.Context, bus EventBus, j *Job, at time.Time) {
 	}
 	e.ID, e.FileID = "", j.FileID
 	_ = bus.Publish(ctx, e)
+}
+
+// scheduleParallel is how many first attempts the relay schedules at once: each is a
+// round trip to the queue.
+const scheduleParallel = 8
+
+// scheduleAll schedules the first attempt of each delivery, a few at a time, and
+// returns the first error.
+func (w *Webhooks) scheduleAll(ctx context.Context, ds []*Delivery) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	next := make(chan *Delivery)
+	for range min(scheduleParallel, len(ds)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range next {
+				if err := w.Deliveries.EnqueueDelivery(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: d.EndpointID}); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("schedule delivery %s: %w", d.ID, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, d := range ds {
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	return first
 }

@@ -264,35 +264,72 @@ func describeSendError(ctx context.Context, err error, timeout time.Duration) st
 }
 
 // endpointGate bounds the attempts to one endpoint running at once in this process, so
-// a slow endpoint holds at most that many of the delivery goroutines.
+// a slow endpoint holds at most that many of the delivery goroutines, and as many more
+// waiting a moment for their turn; the rest come back later.
 type endpointGate struct {
-	mu      sync.Mutex
-	limit   int
-	running map[string]int
+	mu    sync.Mutex
+	limit int
+	wait  time.Duration
+	slots map[string]*endpointSlots
 }
 
-func (g *endpointGate) tryAcquire(id string) bool {
+type endpointSlots struct {
+	sem     chan struct{}
+	waiting int
+}
+
+func newEndpointGate(limit int, wait time.Duration) *endpointGate {
+	return &endpointGate{limit: limit, wait: wait, slots: map[string]*endpointSlots{}}
+}
+
+// acquire takes a slot of the endpoint, waiting up to the gate's wait when all are
+// taken and fewer than limit others wait already; false when it got none.
+func (g *endpointGate) acquire(ctx context.Context, id string) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.running[id] >= g.limit {
+	s := g.slots[id]
+	if s == nil {
+		s = &endpointSlots{sem: make(chan struct{}, g.limit)}
+		g.slots[id] = s
+	}
+	select {
+	case s.sem <- struct{}{}:
+		g.mu.Unlock()
+		return true
+	default:
+	}
+	if s.waiting >= g.limit {
+		g.mu.Unlock()
 		return false
 	}
-	g.running[id]++
-	return true
+	s.waiting++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		s.waiting--
+		g.mu.Unlock()
+	}()
+	t := time.NewTimer(g.wait)
+	defer t.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 func (g *endpointGate) release(id string) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.running[id]--; g.running[id] <= 0 {
-		delete(g.running, id)
-	}
+	s := g.slots[id]
+	g.mu.Unlock()
+	<-s.sem
 }
 
 // WebhookConfig sets how a process relays events and delivers webhooks.
 type WebhookConfig struct {
-	// PerEndpoint is how many attempts to one endpoint run at once in this process;
-	// more wait a second and try again.
+	// PerEndpoint is how many attempts to one endpoint run at once in this process; as
+	// many more may wait up to a second for a turn, the rest come back a second later.
 	PerEndpoint int
 	// RelayBatch is how many events one relay transaction claims.
 	RelayBatch int
@@ -322,13 +359,13 @@ func RegisterWebhookTasks(w *Server, svc *domain.Services, q *WebhookQueue, cfg 
 	if cfg.RelayPoll <= 0 {
 		cfg.RelayPoll = def.RelayPoll
 	}
-	gate := &endpointGate{limit: cfg.PerEndpoint, running: map[string]int{}}
+	gate := newEndpointGate(cfg.PerEndpoint, time.Second)
 	w.Handle(TypeWebhookDeliver, asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var p WebhookPayload
 		if err := json.Unmarshal(t.Payload(), &p); err != nil {
 			return fmt.Errorf("%w: bad payload: %v", asynq.SkipRetry, err)
 		}
-		if !gate.tryAcquire(p.EndpointID) {
+		if !gate.acquire(ctx, p.EndpointID) {
 			// Busy: come back shortly, under an id of its own, without counting an attempt.
 			id := p.DeliveryID + ":" + strconv.Itoa(p.Attempt) + ":b" + randomHex(6)
 			return q.enqueue(ctx, p, id, time.Now().Add(time.Second))
