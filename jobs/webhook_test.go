@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -899,5 +900,36 @@ func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
 			"the fast endpoint is served while the slow one stalls")
 		require.ElementsMatch(t, fast, webhookIDs(e.recv.requests()))
 		require.EqualValues(t, 2, most.Load(), "never more than its share at the slow endpoint")
+	})
+}
+
+// TestDeliveryVetsEveryConnection: an endpoint accepted at creation whose name now
+// leads to a refused address (DNS changed, or the operator closed the network) gets no
+// request; the attempt is recorded as refused.
+func TestDeliveryVetsEveryConnection(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		e := newHookEnv(t, s)
+		u, err := url.Parse(e.recv.URL())
+		require.NoError(t, err)
+		named := "https://localhost:" + u.Port() + "/named"
+		ep, err := e.svc.Webhooks.CreateEndpoint(ctx, e.p, domain.NewWebhookEndpoint{URL: named, EnabledEvents: []string{domain.EventJobFailed}})
+		require.NoError(t, err, "loopback is open at creation")
+		strict := jobs.NewHTTPSender(jobs.SenderConfig{Guard: &netguard.Guard{}, RootCAs: e.recv.pool})
+		t.Cleanup(strict.Close)
+		e.svc.Webhooks.Sender = strict
+		ev := e.newJobEvent()
+		ev.Type = domain.EventJobFailed
+		require.NoError(t, s.CreateEvent(ctx, ev))
+		e.relay()
+		e.endpoint = ep
+		require.Equal(t, 1, e.runDue())
+		require.Empty(t, e.recv.requests(), "the connection was refused before any byte was sent")
+		d := e.deliveries()[0]
+		require.Equal(t, domain.DeliveryPending, d.Status, "retried later: the network may open again")
+		require.Zero(t, d.History[0].StatusCode)
+		require.Contains(t, d.History[0].Error, "loopback address")
 	})
 }
