@@ -196,7 +196,7 @@ func countAttempts(tb testing.TB, s *db.Store) int64 { return countRows(tb, s, "
 
 func countRows(tb testing.TB, s *db.Store, table string) int64 {
 	var n int64
-	if err := s.DB().NewRaw("SELECT count(*) FROM " + table).Scan(context.Background(), &n); err != nil {
+	if err := s.DB().NewRaw("SELECT count(*) FROM "+table).Scan(context.Background(), &n); err != nil {
 		tb.Fatal(err)
 	}
 	return n
