@@ -2,11 +2,12 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -324,29 +325,43 @@ type deliveryTargetRow struct {
 // event, in one round trip: what an attempt needs. domain.ErrNotFound when any of the
 // three is missing.
 func (s *Store) FindDeliveryTarget(ctx context.Context, id string) (*domain.Delivery, *domain.WebhookEndpoint, *domain.Event, error) {
-	cols := func(model any, alias, prefix string) string {
-		t := s.db.Table(reflect.TypeOf(model))
-		out := ""
-		for i, f := range t.Fields {
-			if i > 0 {
-				out += ", "
-			}
-			out += alias + "." + string(f.SQLName) + " AS " + prefix + f.Name
-		}
-		return out
-	}
-	var row deliveryTargetRow
-	err := s.r().NewRaw(`SELECT `+cols(domain.Delivery{}, "d", "d_")+`, `+cols(domain.WebhookEndpoint{}, "e", "e_")+`, `+
-		cols(domain.Event{}, "v", "v_")+`
-FROM deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id JOIN events AS v ON v.id = d.event_id
-WHERE d.id = ?`, id).Scan(ctx, &row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil, fmt.Errorf("delivery %s: %w", id, domain.ErrNotFound)
-	}
+	// Every attempt runs it: prepared on PostgreSQL, a lookup by primary keys only.
+	rows, err := s.queryHot(ctx, s.r(), s.deliveryTargetQuery(), id)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("find delivery %s: %w", id, err)
 	}
+	var found []deliveryTargetRow
+	if err := s.db.ScanRows(ctx, rows, &found); err != nil {
+		return nil, nil, nil, fmt.Errorf("find delivery %s: %w", id, err)
+	}
+	if len(found) == 0 {
+		return nil, nil, nil, fmt.Errorf("delivery %s: %w", id, domain.ErrNotFound)
+	}
+	row := &found[0]
 	return inUTC(&row.D), inUTC(&row.E), inUTC(&row.V), nil
+}
+
+var deliveryTargetQueries struct {
+	once sync.Once
+	q    *hotQuery
+}
+
+func (s *Store) deliveryTargetQuery() *hotQuery {
+	deliveryTargetQueries.once.Do(func() {
+		cols := func(model any, alias, prefix string) string {
+			t := s.db.Table(reflect.TypeOf(model))
+			out := make([]string, len(t.Fields))
+			for i, f := range t.Fields {
+				out[i] = alias + "." + string(f.SQLName) + " AS " + prefix + f.Name
+			}
+			return strings.Join(out, ", ")
+		}
+		deliveryTargetQueries.q = newHotQuery(`SELECT ` + cols(domain.Delivery{}, "d", "d_") + `, ` +
+			cols(domain.WebhookEndpoint{}, "e", "e_") + `, ` + cols(domain.Event{}, "v", "v_") + `
+FROM deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id JOIN events AS v ON v.id = d.event_id
+WHERE d.id = ?`)
+	})
+	return deliveryTargetQueries.q
 }
 
 // FindDueDeliveries returns up to limit pending deliveries due before a moment.
