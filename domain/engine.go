@@ -16,7 +16,7 @@ type EngineInput struct {
 	Operation string          // the operation or the preset step being run
 	Options   json.RawMessage // already validated against the operation's options
 	Path      string          // the input bytes on local disk
-	Filename  string          // the file's name as uploaded (for output names)
+	Filename  string          // the file's name as uploaded, made safe (SafeName): a base name, for output names
 	Format    Format          // detected at completion
 	ByteSize  int64
 	SHA256    string // "" outside the hash window
@@ -52,4 +52,36 @@ type EngineArtifact struct {
 	Name     string // download name, e.g. "inspect.json"
 	MIMEType string
 	Path     string
+}
+
+// OperationSpec is what an engine package declares for one operation it serves. The
+// registry is built from these: the options schema shown to clients is generated from
+// Options, and options are validated against it; nothing is listed by hand.
+//
+// Options is the zero value of the operation's options struct (nil when it takes none).
+// Its fields are described by tags:
+//
+//	json:"name,omitempty"   the option's name
+//	doc:"…"                 the option's description
+//	schema:"…"              constraints, comma-separated: enum=a|b|c, default=v,
+//	                        min=n, max=n, minItems=n, maxItems=n, maxLength=n, required
+//
+// Field types: string, bool, int, int64, float64, pointers to them (absent differs from
+// zero), slices of those, and structs (nested objects) and slices of structs. When the
+// struct (as a value) has a method Validate() error, it is called after the schema
+// checks, for rules across fields (e.g. page-range syntax); it returns *Error with
+// Param "options.<name>".
+type OperationSpec struct {
+	Name         string // e.g. "pdf.merge"
+	Engine       string // the engine family: its queue and its unit of availability, e.g. "pdf"
+	Description  string
+	Options      any
+	InputFormats []string // extensions, MIME types or families ("image/*"); "*" takes anything
+	Price        Price
+	// FileIDsOption names the option that lists further input files (pdf.merge:
+	// "file_ids"); "" when the operation takes one file.
+	FileIDsOption string
+	// Hidden operations run only as steps of presets: they are not listed and cannot
+	// be requested on their own.
+	Hidden bool
 }
