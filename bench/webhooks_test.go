@@ -98,7 +98,7 @@ func newHookStack(b *testing.B, embedded bool, endpoints int) *hookStack {
 		s.store.OnOutbox(bus.Nudge)
 		return domain.Deps{Guard: guard, Bus: bus, Deliveries: hooks, WebhookSender: sender}
 	}})
-	d := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: 64, Queues: map[string]int{jobs.WebhookQueueName: 1},
+	d := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Pools: []jobs.Pool{jobs.WebhookPool(64)},
 		DelayedTaskCheckInterval: time.Second}, discardLogger())
 	jobs.RegisterWebhookTasks(d, s.svc, hooks, jobs.WebhookConfig{Nudges: bus.Nudges()}, discardLogger())
 	b.Cleanup(d.Shutdown)

@@ -25,11 +25,12 @@ import (
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/netguard"
+	"github.com/filemill/filemill/logging"
 )
 
-// Webhook delivery: attempts are asynq tasks on their own queue, served by their own
-// worker server (so slow endpoints never take the goroutines jobs run on); the HTTP
-// request goes through the SSRF guard on every connection.
+// Webhook delivery: attempts are asynq tasks on their own queue, served by a pool of
+// their own (so slow endpoints never take the goroutines jobs run on); the HTTP request
+// goes through the SSRF guard on every connection.
 
 const (
 	// TypeWebhookDeliver makes one attempt of a webhook delivery.
@@ -345,9 +346,16 @@ func DefaultWebhookConfig() WebhookConfig {
 	return WebhookConfig{PerEndpoint: 8, RelayBatch: domain.RelayBatch, RelayPoll: time.Second}
 }
 
+// WebhookPool is the pool of a worker server that makes delivery attempts: a queue
+// and goroutines of its own, so endpoints slow to answer never take the slots jobs run
+// in.
+func WebhookPool(concurrency int) Pool {
+	return Pool{Name: "webhooks", Queues: map[string]int{WebhookQueueName: 1}, Concurrency: concurrency}
+}
+
 // RegisterWebhookTasks wires delivery attempts, the outbox relay and the event sweeps
-// into a worker server that takes tasks from WebhookQueueName. q schedules the
-// attempts that come back because their endpoint was busy.
+// into a worker server whose pools include WebhookPool. q schedules the attempts that
+// come back because their endpoint was busy.
 func RegisterWebhookTasks(w *Server, svc *domain.Services, q *WebhookQueue, cfg WebhookConfig, log *slog.Logger) {
 	def := DefaultWebhookConfig()
 	if cfg.PerEndpoint <= 0 {
@@ -415,11 +423,13 @@ func RunRelay(ctx context.Context, w *domain.Webhooks, cfg WebhookConfig, log *s
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	// While the database or Redis is down every round fails alike: one line per interval.
+	repeated := logging.NewRepeated(log, 10*time.Second)
 	for {
 		for ctx.Err() == nil {
 			n, err := w.Relay(ctx, batch)
 			if err != nil && ctx.Err() == nil {
-				log.Warn("relay", "error", err.Error(), "relayed", n)
+				repeated.Log(ctx, slog.LevelWarn, "relay", "relay failed", "error", err.Error(), "relayed", n)
 			}
 			if n < batch || (err != nil && n == 0) {
 				break

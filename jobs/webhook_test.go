@@ -879,7 +879,7 @@ func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
 		t.Cleanup(func() { q.Close() })
 		e.svc.Webhooks.Deliveries = q
 		s.OnOutbox(e.bus.Nudge)
-		d := jobs.NewServer(opt, jobs.ServerConfig{Concurrency: 6, Queues: map[string]int{jobs.WebhookQueueName: 1},
+		d := jobs.NewServer(opt, jobs.ServerConfig{Pools: []jobs.Pool{jobs.WebhookPool(6)},
 			TaskCheckInterval: 5 * time.Millisecond, DelayedTaskCheckInterval: 100 * time.Millisecond, ShutdownTimeout: time.Second},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterWebhookTasks(d, e.svc, q, jobs.WebhookConfig{PerEndpoint: 2, Nudges: e.bus.Nudges()}, slog.New(slog.NewTextHandler(io.Discard, nil)))

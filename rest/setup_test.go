@@ -130,25 +130,28 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	if o.worker {
+	if o.worker || o.webhooks != nil {
 		// Retries come quickly here; their spacing is the jobs package's concern.
-		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
+		cfg := jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
 			RetryDelayFunc:   func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
-			NotRunRetryDelay: 50 * time.Millisecond,
-			Pools:            jobs.EnginePools(reg, engines, func(string) int { return 4 })},
-			slog.New(slog.NewTextHandler(io.Discard, nil)))
-		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
+			NotRunRetryDelay: 50 * time.Millisecond}
+		if o.worker {
+			cfg.Pools = jobs.EnginePools(reg, engines, func(string) int { return 4 })
+		}
+		if o.webhooks != nil {
+			cfg.Pools, cfg.TaskCheckInterval = append(cfg.Pools, jobs.WebhookPool(8)), 5*time.Millisecond
+		}
+		w := jobs.NewServer(redisOpt, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if o.worker {
+			jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
+		}
+		if o.webhooks != nil {
+			jobs.RegisterWebhookTasks(w, svc, hooks, jobs.WebhookConfig{Nudges: bus.Nudges()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Shutdown)
 	}
 
-	if o.webhooks != nil {
-		d := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 8, Queues: map[string]int{jobs.WebhookQueueName: 1},
-			TaskCheckInterval: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		jobs.RegisterWebhookTasks(d, svc, hooks, jobs.WebhookConfig{Nudges: bus.Nudges()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		require.NoError(t, d.Start())
-		t.Cleanup(d.Shutdown)
-	}
 	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt,
 		client: openapitest.New(t).Client(http.DefaultTransport)}
 	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 100)

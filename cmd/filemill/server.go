@@ -253,27 +253,23 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		}
 	}
 
-	var worker, deliverer *jobs.Server
+	var worker *jobs.Server
 	if roles&roleWorker != 0 {
 		pools := jobs.EnginePools(a.registry, a.engines, engineConcurrency(cfg))
+		// Webhook attempts have a pool of their own, so endpoints that are slow to answer
+		// never take the slots jobs run in.
+		pools = append(pools, jobs.WebhookPool(cfg.WebhookConcurrency))
 		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency,
 			TaskCheckInterval: cfg.WorkerPollInterval, Pools: pools,
-			SweepInterval: cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
+			// Retries are due every few seconds (the first webhook retry after 5 s).
+			DelayedTaskCheckInterval: time.Second,
+			SweepInterval:            cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
+		jobs.RegisterWebhookTasks(worker, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
+			Nudges: a.bus.Nudges()}, log)
 		worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
-		}
-		// Webhook attempts have their own server, so endpoints that are slow to answer
-		// never take the goroutines jobs run on; it also runs the outbox relay.
-		deliverer = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WebhookConcurrency,
-			Queues: map[string]int{jobs.WebhookQueueName: 1}, TaskCheckInterval: cfg.WorkerPollInterval,
-			DelayedTaskCheckInterval: time.Second}, log)
-		jobs.RegisterWebhookTasks(deliverer, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
-			Nudges: a.bus.Nudges()}, log)
-		if err := deliverer.Start(); err != nil {
-			worker.Shutdown()
-			return fmt.Errorf("start webhook delivery: %w", err)
 		}
 		log.Info("workers started")
 	}
@@ -305,7 +301,6 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	}
 	if worker != nil {
 		// Running jobs get the shutdown timeout to finish; the rest go back to the queue.
-		deliverer.Shutdown()
 		worker.Shutdown()
 	}
 	return err
