@@ -27,6 +27,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/redistest"
 )
@@ -146,8 +147,10 @@ func newHookEnv(t *testing.T, s *db.Store, events ...string) *hookEnv {
 	bus := jobs.NewLocalBus()
 	cfg := domain.DefaultConfig()
 	cfg.DefaultConcurrencyLimit = 10000
-	svc := domain.NewServices(cfg, domain.Deps{Store: s, Clock: clock, Guard: guard, Bus: bus,
-		WebhookSender: sender, Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	svc := domain.NewServices(cfg, domain.Deps{Store: s, Clock: clock, Guard: guard, Bus: bus, WebhookSender: sender,
+		Registry: reg, Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
 	boot, err := svc.Organizations.Bootstrap(ctx, domain.NewID("org-"), "main", 1_000_000)
 	require.NoError(t, err)
 	p, err := svc.Keys.Authenticate(ctx, boot.LiveSecret, netip.MustParseAddr("127.0.0.1"))
