@@ -71,6 +71,9 @@ type Options struct {
 	Signatures []Signature
 	// StreamMaxLength is clamd's INSTREAM limit in bytes (default 200 MiB).
 	StreamMaxLength int64
+	// DisableCache turns off clamd's cache of clean files' hashes, so that scanning
+	// the same bytes again costs the same (for benchmarks).
+	DisableCache bool
 }
 
 // Start starts clamd for t and stops it when t ends. It waits until clamd answers
@@ -112,7 +115,7 @@ func StartWith(t testing.TB, o Options) *Clamd {
 		t.Fatalf("clamdtest: %v", err)
 	}
 	c.TCPAddress = fmt.Sprintf("tcp://127.0.0.1:%d", port)
-	if err := os.WriteFile(conf, []byte(strings.Join([]string{
+	settings := []string{
 		"LocalSocket " + c.Socket,
 		"TCPAddr 127.0.0.1",
 		fmt.Sprintf("TCPSocket %d", port),
@@ -125,7 +128,11 @@ func StartWith(t testing.TB, o Options) *Clamd {
 		"MaxScanSize 400M",
 		"MaxThreads 4",
 		"SelfCheck 3600",
-	}, "\n")+"\n"), 0o600); err != nil {
+	}
+	if o.DisableCache {
+		settings = append(settings, "DisableCache yes")
+	}
+	if err := os.WriteFile(conf, []byte(strings.Join(settings, "\n")+"\n"), 0o600); err != nil {
 		t.Fatalf("clamdtest: %v", err)
 	}
 	c.cmd = exec.Command(Binary, "-c", conf)
@@ -213,6 +220,9 @@ func ping(socket string) error {
 	}
 	return nil
 }
+
+// PID is clamd's process id (for measuring its CPU time).
+func (c *Clamd) PID() int { return c.cmd.Process.Pid }
 
 // ClientConfig writes a clamdscan configuration pointing at this clamd and returns
 // its path, for running clamdscan side by side.
