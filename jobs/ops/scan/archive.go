@@ -24,6 +24,9 @@ type budgetReader struct {
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
+	if err := b.s.ctx.Err(); err != nil {
+		return 0, err
+	}
 	if b.s.budget <= 0 {
 		return 0, errBudget
 	}
@@ -155,7 +158,7 @@ func zipEntryCount(data []byte) (uint64, bool) {
 		return n, true
 	}
 	off := binary.LittleEndian.Uint64(data[loc+8:])
-	if off+56 > uint64(len(data)) || string(data[off:off+4]) != "PK\x06\x06" {
+	if len(data) < 56 || off > uint64(len(data)-56) || string(data[off:off+4]) != "PK\x06\x06" {
 		return n, true
 	}
 	return binary.LittleEndian.Uint64(data[off+32:]), true

@@ -43,8 +43,16 @@ type pdfScan struct {
 	count       map[string]int
 	openActions [][]byte // what follows each /OpenAction
 	filenames   map[string]bool
+	streams     int // streams opened
 	iter        int
 }
+
+// A document has one open action and a handful of object streams and embedded
+// files; a hostile one repeating them is not read further than these.
+const (
+	maxOpenActions = 16
+	maxPDFStreams  = 4096
+)
 
 func (s *inspector) inspectPDF(data []byte, what string) {
 	p := &pdfScan{s: s, what: what, top: data, count: map[string]int{}, filenames: map[string]bool{}}
@@ -104,15 +112,19 @@ func (p *pdfScan) scan(data []byte, top bool) {
 		p.count[name]++
 		switch name {
 		case "OpenAction":
-			p.openActions = append(p.openActions, data[end:min(end+1024, len(data))])
+			if len(p.openActions) < maxOpenActions {
+				p.openActions = append(p.openActions, data[end:min(end+1024, len(data))])
+			}
 		case "ObjStm":
-			if top {
+			if top && p.streams < maxPDFStreams {
+				p.streams++
 				if inner := p.stream(data, end, p.s.cfg.MaxEntryBytes); inner != nil {
 					p.scan(inner, false)
 				}
 			}
 		case "EmbeddedFile":
-			if top {
+			if top && p.streams < maxPDFStreams {
+				p.streams++
 				if head := p.stream(data, end, headBytes); head != nil {
 					p.embeddedContent(head)
 				}

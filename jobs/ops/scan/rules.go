@@ -8,6 +8,7 @@ import (
 	"mime"
 	"os"
 	"path"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -45,8 +46,10 @@ func (s *inspector) add(rule, severity, msg string) {
 	s.findings = append(s.findings, Finding{Rule: rule, Severity: severity, Message: msg})
 }
 
-// inspectFile maps the file and inspects it.
-func (s *inspector) inspectFile(f *os.File, size int64, filename, declared string) error {
+// inspectFile maps the file and inspects it. A fault reading the mapping (the file
+// shrank underneath) or a rule's failure on a hostile structure fails the scan: the
+// file is not passed.
+func (s *inspector) inspectFile(f *os.File, size int64, filename, declared string) (err error) {
 	if size == 0 {
 		return nil
 	}
@@ -55,6 +58,12 @@ func (s *inspector) inspectFile(f *os.File, size int64, filename, declared strin
 		return fmt.Errorf("scan: map input: %w", err)
 	}
 	defer syscall.Munmap(data)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("scan: the built-in rules failed on %q: %v", filename, p)
+		}
+	}()
 	s.inspect(data, filename, declared, 0, "")
 	return s.ctx.Err()
 }
