@@ -32,7 +32,7 @@ type Options struct {
 	// StripMetadata: see the doc tag.
 	StripMetadata *bool  `json:"strip_metadata,omitempty" doc:"Remove EXIF, XMP, IPTC and comments. An embedded ICC profile is not simply dropped: the pixels are converted from it to sRGB and the output carries an sRGB profile. false keeps all metadata and the original colour profile (orientation is reset, the pixels being upright). Default true." schema:"default=true"`
 	Background    string `json:"background,omitempty" doc:"Colour #RRGGBB or #RRGGBBAA for contain's padding and for flattening transparency. Unset: padding is transparent where the format has alpha (white for jpeg) and transparency is kept (flattened onto white for jpeg). An opaque colour also flattens transparency in formats with alpha." schema:"maxLength=9"`
-	DPI           *int   `json:"dpi,omitempty" doc:"Density written into the output's metadata; for SVG and PDF inputs also the resolution they are rendered at when neither width nor height is given (default 72)." schema:"min=1,max=2400"`
+	DPI           *int   `json:"dpi,omitempty" doc:"Density written into the output's metadata (JPEG, PNG and TIFF headers; WebP in its EXIF block; AVIF and GIF have no place for it); for SVG and PDF inputs also the resolution they are rendered at when neither width nor height is given (default 72)." schema:"min=1,max=2400"`
 	Animated      bool   `json:"animated,omitempty" doc:"Keep every frame of an animated GIF or WebP (format gif or webp only); otherwise the first frame is converted. Default false." schema:"default=false"`
 }
 
