@@ -124,6 +124,7 @@ func BenchmarkImageConvert(b *testing.B) {
 			runtime.GC()
 			debug.FreeOSMemory()
 			resetPeakRSS(b)
+			base := vmHWM(b)
 			cpu0 := selfCPU()
 			er := Drive(context.Background(), par, d, engine)
 			engineCPU := selfCPU() - cpu0
@@ -152,6 +153,7 @@ func BenchmarkImageConvert(b *testing.B) {
 			b.ReportMetric(engineCPU.Seconds()*1000/float64(er.Requests), "engine-cpu-ms/image")
 			b.ReportMetric(float64(cliCPU.Load())/1e6/float64(cr.Requests), "cli-cpu-ms/image")
 			b.ReportMetric(float64(enginePeak)/1024, "engine-process-peak-MiB")
+			b.ReportMetric(float64(base)/1024, "engine-process-before-MiB")
 			b.ReportMetric(float64(cliPeak)/1024, "cli-peak-MiB")
 			b.ReportMetric(float64(er.Errors+cr.Errors), "errors")
 			b.ReportMetric(er.CPU.Steal, "cpu-steal-%")
