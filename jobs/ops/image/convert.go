@@ -61,10 +61,10 @@ func (c *conversion) run() (*domain.EngineOutput, error) {
 		return nil, err
 	}
 	if img, err = c.shape(img, src.frames, g); err != nil {
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+		return nil, c.undecodable(err)
 	}
-	if img, err = c.colour(img, fi, g); err != nil {
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+	if img, err = c.colour(img, fi); err != nil {
+		return nil, c.undecodable(err)
 	}
 	strip := c.opts.stripMetadata()
 	res := 0.0
@@ -76,7 +76,7 @@ func (c *conversion) run() (*domain.EngineOutput, error) {
 		pageHeight = g.outH
 	}
 	if img, err = c.p.finishMeta(img, strip, res, pageHeight); err != nil {
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+		return nil, c.undecodable(err)
 	}
 
 	path := filepath.Join(c.in.WorkDir, "image."+fi.ext)
@@ -94,7 +94,7 @@ func (c *conversion) run() (*domain.EngineOutput, error) {
 	}
 	if err := save(img, path, settings); err != nil {
 		os.Remove(path)
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+		return nil, c.undecodable(err)
 	}
 	if err := c.scrub(path, fi, strip); err != nil {
 		os.Remove(path)
@@ -131,6 +131,12 @@ func (c *conversion) fail(code, msg string, cause error) error {
 		return err
 	}
 	return c.e.fail(c.in, code, msg, cause)
+}
+
+// undecodable is the failure of a stage that decodes the input: libvips decodes
+// lazily, so a damaged file fails wherever its pixels are first needed.
+func (c *conversion) undecodable(err error) error {
+	return c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
 }
 
 // outputName is the input's name with the output's extension.
@@ -207,7 +213,7 @@ func (c *conversion) loadFailed(err error) error {
 	if pdfEncrypted(c.in.Path) {
 		return c.fail(domain.CodeEncryptedFile, "the PDF is password-protected", err)
 	}
-	return c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+	return c.undecodable(err)
 }
 
 func (c *conversion) checkPixels(w, h, frames int) error {
@@ -236,7 +242,7 @@ func (c *conversion) openBMP() (*source, error) {
 	defer f.Close()
 	cfg, err := bmp.DecodeConfig(f)
 	if err != nil {
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+		return nil, c.undecodable(err)
 	}
 	if err := c.checkPixels(cfg.Width, cfg.Height, 1); err != nil {
 		return nil, err
@@ -246,7 +252,7 @@ func (c *conversion) openBMP() (*source, error) {
 	}
 	im, err := bmp.Decode(f)
 	if err != nil {
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+		return nil, c.undecodable(err)
 	}
 	b := im.Bounds()
 	nrgba, ok := im.(*goimage.NRGBA)
@@ -394,7 +400,7 @@ func (c *conversion) decodeBMP(src *source, g geometry) (vimg, error) {
 	src.bmp = nil // the pixels are in libvips now
 	img, err := c.p.thumbnailImage(mem, g.thumbW, g.thumbH)
 	if err != nil {
-		return nil, c.fail(domain.CodeCorruptedFile, "the image cannot be decoded: the file is damaged or truncated", err)
+		return nil, c.undecodable(err)
 	}
 	return img, nil
 }
@@ -508,7 +514,7 @@ func (c *conversion) padColour(f *vimg) ([]float64, error) {
 
 // colour flattens transparency the output cannot carry (or onto an opaque
 // background) and gives formats that need it three bands.
-func (c *conversion) colour(img vimg, fi formatInfo, g geometry) (vimg, error) {
+func (c *conversion) colour(img vimg, fi formatInfo) (vimg, error) {
 	bg, set := parseBackground(c.opts.Background)
 	hasAlpha := bands(img) == 2 || bands(img) == 4
 	var err error
