@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -50,6 +52,10 @@ var errClamdUnreachable = errors.New("clamd is not reachable")
 
 // errStreamTooLong is clamd refusing a stream over its StreamMaxLength.
 var errStreamTooLong = errors.New("clamd refused the stream: longer than its StreamMaxLength")
+
+// errLimitsExceeded is clamd reporting (AlertExceedsMax) that a file exceeded its
+// MaxFileSize, MaxScanSize or another limit: it was not scanned completely.
+var errLimitsExceeded = errors.New("clamd could not scan the file completely: its limits were exceeded")
 
 // conn dials clamd and ties the connection to ctx: its deadline, and closing it when
 // ctx ends.
@@ -149,8 +155,37 @@ func (c *clamd) instream(ctx context.Context, r io.Reader) ([]string, error) {
 	return parseScanReply(strings.TrimRight(reply, "\x00"))
 }
 
-// parseScanReply reads "stream: OK", "stream: NAME FOUND" (one line per match when
-// clamd reports all matches) or an ERROR.
+// fildes passes f's descriptor to clamd over a unix socket (FILDES): clamd reads the
+// file itself, with no copy through the socket and no temporary file on its side.
+func (c *clamd) fildes(ctx context.Context, f *os.File) ([]string, error) {
+	conn, done, err := c.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil, errors.New("FILDES needs a unix socket")
+	}
+	if _, err := uc.Write([]byte("zFILDES\x00")); err != nil {
+		return nil, fmt.Errorf("%w: %v", errClamdUnreachable, err)
+	}
+	// The descriptor travels with one ordinary byte.
+	if _, _, err := uc.WriteMsgUnix([]byte{0}, syscall.UnixRights(int(f.Fd())), nil); err != nil {
+		return nil, fmt.Errorf("%w: passing the descriptor: %v", errClamdUnreachable, err)
+	}
+	reply, err := bufio.NewReader(io.LimitReader(conn, 64<<10)).ReadString(0)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("%w: FILDES: %v", errClamdUnreachable, err)
+	}
+	return parseScanReply(strings.TrimRight(reply, "\x00"))
+}
+
+// parseScanReply reads "stream: OK" (INSTREAM), "fd[N]: OK" (FILDES), "…: NAME FOUND"
+// (one line per match when clamd reports all matches) or an ERROR.
 func parseScanReply(reply string) ([]string, error) {
 	var found []string
 	for _, line := range strings.Split(reply, "\n") {
@@ -158,9 +193,16 @@ func parseScanReply(reply string) ([]string, error) {
 		if line == "" {
 			continue
 		}
-		body := strings.TrimPrefix(line, "stream: ")
+		body := line
+		if i := strings.Index(line, ": "); i >= 0 && (strings.HasPrefix(line, "stream") || strings.HasPrefix(line, "fd[")) {
+			body = line[i+2:]
+		}
 		switch {
 		case body == "OK":
+		case strings.HasPrefix(body, "Heuristics.Limits.Exceeded"):
+			// clamd with AlertExceedsMax: a file over its size limits was not scanned
+			// completely.
+			return nil, errLimitsExceeded
 		case strings.HasSuffix(body, " FOUND"):
 			found = append(found, strings.TrimSuffix(body, " FOUND"))
 		case strings.Contains(body, "size limit exceeded"):

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -75,9 +77,14 @@ type Config struct {
 	// ClamdDialTimeout bounds connecting to clamd.
 	ClamdDialTimeout time.Duration
 	// MaxStreamBytes is the largest file sent to clamd: set it to clamd's
-	// StreamMaxLength (clamd's default is 25 MiB). A larger file fails the scan with
-	// unsupported_input rather than going unscanned.
+	// StreamMaxLength, MaxFileSize and MaxScanSize (25 MiB in Debian's clamd.conf).
+	// A larger file fails the scan with unsupported_input rather than going unscanned.
 	MaxStreamBytes int64
+	// ClamdInstream streams the bytes (INSTREAM) to a clamd on a unix socket too.
+	// By default a local clamd is handed the open file (FILDES) and reads it itself:
+	// no copy through the socket, no temporary file in clamd. Over TCP it is always
+	// INSTREAM.
+	ClamdInstream bool
 	// MaxRatio is the decompressed-to-compressed ratio above which an archive of at
 	// least RatioMinBytes (decompressed) is a bomb.
 	MaxRatio      float64
@@ -175,6 +182,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	version string // clamd's VERSION answer, from the last Check
+	// noFildes is set once clamd refused a descriptor: it is streamed to from then on.
+	noFildes atomic.Bool
 }
 
 var _ domain.Engine = (*Engine)(nil)
@@ -240,8 +249,8 @@ func (e *Engine) Version() string {
 func (e *Engine) Close() error { return nil }
 
 // Scan scans the file at path, named filename by its uploader who declared it
-// declaredMIME (either may be empty). Both layers run at once: clamd over INSTREAM and
-// the built-in rules. Findings are sorted most severe first.
+// declaredMIME (either may be empty). Both layers run at once: clamd (by descriptor
+// or INSTREAM) and the built-in rules. Findings are sorted most severe first.
 //
 // Errors: unsupported_input (larger than clamd accepts), dependency_unavailable
 // (clamd not reachable: the file is not passed unscanned); ctx's error when it ends.
@@ -281,7 +290,7 @@ func (e *Engine) scan(ctx context.Context, path, filename, declaredMIME string) 
 			return
 		}
 		defer cf.Close()
-		found, err := e.clamd.instream(ctx, cf)
+		found, err := e.clamdScan(ctx, cf)
 		clamCh <- clamResult{found, err}
 	}()
 
@@ -293,8 +302,8 @@ func (e *Engine) scan(ctx context.Context, path, filename, declaredMIME string) 
 	}
 	if cr.err != nil {
 		e.cfg.Logger.Warn("scan: clamd failed", "file", filename, "error", cr.err.Error())
-		if errors.Is(cr.err, errStreamTooLong) {
-			return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: "the file is larger than the virus scanner accepts"}
+		if errors.Is(cr.err, errStreamTooLong) || errors.Is(cr.err, errLimitsExceeded) {
+			return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: "the file is larger than the virus scanner accepts: it could not be scanned completely"}
 		}
 		return nil, &domain.Error{Code: domain.CodeDependencyUnavailable, Message: "the virus scanner is not reachable; the file was not scanned"}
 	}
@@ -314,6 +323,23 @@ func (e *Engine) scan(ctx context.Context, path, filename, declaredMIME string) 
 	e.mu.Unlock()
 	return &Report{Verdict: verdictOf(findings), Findings: findings, ScannedBytes: st.Size(),
 		Engines: map[string]string{"clamav": clamVersion, "rules": RulesVersion}}, nil
+}
+
+// clamdScan has clamd scan f: by descriptor over a unix socket, else as a stream.
+func (e *Engine) clamdScan(ctx context.Context, f *os.File) ([]string, error) {
+	if e.clamd.network == "unix" && !e.cfg.ClamdInstream && !e.noFildes.Load() {
+		found, err := e.clamd.fildes(ctx, f)
+		if err == nil || ctx.Err() != nil || errors.Is(err, errClamdUnreachable) || errors.Is(err, errLimitsExceeded) {
+			return found, err
+		}
+		// A clamd that does not take descriptors answers with an error: stream instead.
+		e.cfg.Logger.Warn("scan: clamd refused a file descriptor; streaming from now on", "error", err.Error())
+		e.noFildes.Store(true)
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return e.clamd.instream(ctx, f)
 }
 
 func rank(sev string) int {

@@ -282,17 +282,30 @@ func TestClamdSignatures(t *testing.T) {
 	require.Contains(t, fs[0].Message, clamdtest.MarkerMD5Signature)
 }
 
-func TestClamdOverTCP(t *testing.T) {
+// TestClamdTransfers scans through each way of handing clamd the bytes: the
+// descriptor (a unix socket's default), INSTREAM on the unix socket, INSTREAM over TCP.
+func TestClamdTransfers(t *testing.T) {
 	c := clamdtest.Start(t)
-	cfg := scan.DefaultConfig()
-	cfg.ClamdAddress = c.TCPAddress
-	e, err := scan.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, e.Check(context.Background()))
-	require.Contains(t, e.Version(), "ClamAV 1.")
-	v, fs := scanBytes(t, e, "x.txt", "", []byte(clamdtest.Marker))
-	require.Equal(t, scan.Malicious, v)
-	require.Contains(t, findRule(t, fs, "clamav").Message, clamdtest.MarkerSignature)
+	for name, cfg := range map[string]scan.Config{
+		"UnixDescriptor": {ClamdAddress: c.Address},
+		"UnixInstream":   {ClamdAddress: c.Address, ClamdInstream: true},
+		"TCPInstream":    {ClamdAddress: c.TCPAddress},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, err := scan.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, e.Check(context.Background()))
+			require.Contains(t, e.Version(), "ClamAV 1.")
+			v, fs := scanBytes(t, e, "x.txt", "", []byte("text "+clamdtest.Marker+" text"))
+			require.Equal(t, scan.Malicious, v)
+			require.Contains(t, findRule(t, fs, "clamav").Message, clamdtest.MarkerSignature)
+			v, fs = scanBytes(t, e, "eicar.com", "", []byte(clamdtest.EICAR))
+			require.Equal(t, scan.Malicious, v)
+			require.Contains(t, findRule(t, fs, "clamav").Message, clamdtest.EICARSignature)
+			v, fs = scanBytes(t, e, "ok.txt", "", []byte("nothing here"))
+			require.Equal(t, scan.Clean, v, "%+v", fs)
+		})
+	}
 }
 
 func TestMissingClamdIsNeverAPass(t *testing.T) {
@@ -578,17 +591,21 @@ func TestLimits(t *testing.T) {
 	_, _, err := e.Scan(context.Background(), p, "big.txt", "")
 	require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err))
 
-	// clamd's own limit, when the configuration does not know it: refused, not passed.
-	c := clamdtest.StartWith(t, clamdtest.Options{StreamMaxLength: 1 << 20})
-	cfg := scan.DefaultConfig()
-	cfg.ClamdAddress = c.Address
-	cfg.MaxStreamBytes = 4 << 20
-	e3, err := scan.New(cfg)
-	require.NoError(t, err)
+	// clamd's own limits, when the configuration does not know them: refused, not
+	// passed — by descriptor (MaxFileSize) and by stream (StreamMaxLength).
+	c := clamdtest.StartWith(t, clamdtest.Options{StreamMaxLength: 1 << 20, MaxFileSize: 1 << 20})
 	p = filepath.Join(t.TempDir(), "big.bin")
 	require.NoError(t, os.WriteFile(p, bytes.Repeat([]byte("ab"), 1<<20), 0o600))
-	_, _, err = e3.Scan(context.Background(), p, "big.bin", "")
-	require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err), "%v", err)
+	for _, instream := range []bool{false, true} {
+		cfg := scan.DefaultConfig()
+		cfg.ClamdAddress = c.Address
+		cfg.MaxStreamBytes = 4 << 20
+		cfg.ClamdInstream = instream
+		e3, err := scan.New(cfg)
+		require.NoError(t, err)
+		_, _, err = e3.Scan(context.Background(), p, "big.bin", "")
+		require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err), "instream %v: %v", instream, err)
+	}
 }
 
 func TestCancelled(t *testing.T) {

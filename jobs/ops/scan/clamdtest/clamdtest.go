@@ -71,6 +71,10 @@ type Options struct {
 	Signatures []Signature
 	// StreamMaxLength is clamd's INSTREAM limit in bytes (default 200 MiB).
 	StreamMaxLength int64
+	// MaxFileSize is the largest file clamd scans (default 200 MiB); a larger one is
+	// reported as Heuristics.Limits.Exceeded (AlertExceedsMax is on, as it should be
+	// in production).
+	MaxFileSize int64
 	// DisableCache turns off clamd's cache of clean files' hashes, so that scanning
 	// the same bytes again costs the same (for benchmarks).
 	DisableCache bool
@@ -88,6 +92,9 @@ func StartWith(t testing.TB, o Options) *Clamd {
 	t.Helper()
 	if o.StreamMaxLength <= 0 {
 		o.StreamMaxLength = 200 << 20
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = 200 << 20
 	}
 	if _, err := os.Stat(Binary); err != nil {
 		t.Fatalf("clamdtest: %s not found: %v\nThe scan tests need a real clamd. Install it with\n"+
@@ -124,8 +131,9 @@ func StartWith(t testing.TB, o Options) *Clamd {
 		"LogFile " + filepath.Join(dir, "clamd.log"),
 		"Foreground yes",
 		fmt.Sprintf("StreamMaxLength %d", o.StreamMaxLength),
-		"MaxFileSize 200M",
-		"MaxScanSize 400M",
+		fmt.Sprintf("MaxFileSize %d", o.MaxFileSize),
+		fmt.Sprintf("MaxScanSize %d", 2*max(o.MaxFileSize, o.StreamMaxLength)),
+		"AlertExceedsMax yes",
 		"MaxThreads 4",
 		"SelfCheck 3600",
 	}
