@@ -43,7 +43,7 @@ func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) 
 		}
 		seen[id] = i
 	}
-	op, err := resolveOperation(p, req.Operation, req.Preset)
+	op, err := s.resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,7 +16,7 @@ type EngineInput struct {
 	Operation string          // the operation or the preset step being run
 	Options   json.RawMessage // already validated against the operation's options
 	Path      string          // the input bytes on local disk
-	Filename  string          // the file's name as uploaded (for output names)
+	Filename  string          // the file's name as uploaded, made safe (SafeName): a base name, for output names
 	Format    Format          // detected at completion
 	ByteSize  int64
 	SHA256    string // "" outside the hash window
@@ -81,4 +81,7 @@ type OperationSpec struct {
 	// FileIDsOption names the option that lists further input files (pdf.merge:
 	// "file_ids"); "" when the operation takes one file.
 	FileIDsOption string
+	// Hidden operations run only as steps of presets: they are not listed and cannot
+	// be requested on their own.
+	Hidden bool
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,7 +28,7 @@ type JobRequest struct {
 
 // resolveOperation finds the operation or preset of a request and checks the key may
 // run it. Codes: invalid_request, unsupported_operation, operation_not_allowed.
-func resolveOperation(p *Principal, operation, preset string) (*Operation, error) {
+func (s *Jobs) resolveOperation(p *Principal, operation, preset string) (*Operation, error) {
 	switch {
 	case operation != "" && preset != "":
 		return nil, InvalidParam("preset", "give either operation or preset, not both")
@@ -35,11 +37,11 @@ func resolveOperation(p *Principal, operation, preset string) (*Operation, error
 	}
 	var op *Operation
 	if operation != "" {
-		if op = FindOperation(operation, "operation"); op == nil {
+		if op = s.Registry.Operation(operation); op == nil || op.Hidden {
 			return nil, &Error{Code: CodeUnsupportedOperation, Param: "operation", Message: fmt.Sprintf("unknown operation %q; GET /v1/operations lists them", operation)}
 		}
-	} else if op = FindOperation(preset, "preset"); op == nil {
-		return nil, &Error{Code: CodeUnsupportedOperation, Param: "preset", Message: fmt.Sprintf("unknown preset %q (presets: ai-ready, document, image, avatar, inspect)", preset)}
+	} else if op = s.Registry.Preset(preset); op == nil {
+		return nil, &Error{Code: CodeUnsupportedOperation, Param: "preset", Message: fmt.Sprintf("unknown preset %q (presets: %s)", preset, strings.Join(s.Registry.PresetNames(), ", "))}
 	}
 	if err := p.RequireOperation(op.Name); err != nil {
 		return nil, err
@@ -47,59 +49,94 @@ func resolveOperation(p *Principal, operation, preset string) (*Operation, error
 	return op, nil
 }
 
-// estimatePages guesses the pages of page-priced work before any engine has looked at
-// the file; settlement charges what was processed, never more than this reservation.
-func estimatePages(f *File) int64 {
-	const bytesPerPage = 64 << 10
-	pages := (f.ByteSize + bytesPerPage - 1) / bytesPerPage
-	return max(1, min(pages, 2000))
-}
-
-// Estimate is the credits reserved for running op on f.
-func (op *Operation) Estimate(f *File) int64 {
-	if op.Price.Per == "page" {
-		return op.Price.Credits * estimatePages(f)
-	}
-	return op.Price.Credits
-}
-
-// newJob checks one file for an operation — the file may be seen and is ready, the
-// operation takes its format and can run here — and prices the job. f is nil when the
-// organization has no such file. Codes: not_found, environment_mismatch, key_restricted,
-// conflict (file not ready), unsupported_input, processing_unavailable.
-func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, f *File, fileID, param string) (*Job, error) {
+// checkInput checks one input file of an operation: the key may see it, it is ready and
+// the operation takes its format. f is nil when the organization has no such file.
+// Codes: not_found, environment_mismatch, key_restricted, conflict (file not ready),
+// unsupported_input; each naming param.
+func checkInput(p *Principal, op *Operation, f *File, fileID, param string) error {
 	if f == nil || f.Status == FileDeleted {
-		return nil, &Error{Code: CodeNotFound, Message: "no such file " + fileID, Param: param, Details: map[string]any{"file_id": fileID}}
+		return &Error{Code: CodeNotFound, Message: "no such file " + fileID, Param: param, Details: map[string]any{"file_id": fileID}}
 	}
 	if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
 		if de := AsError(err); de != nil {
 			de.Param, de.Details = param, map[string]any{"file_id": fileID}
 		}
-		return nil, err
+		return err
 	}
 	if f.Status != FileReady {
-		return nil, &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is %s, not ready", f.ID, f.Status),
+		return &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is %s, not ready", f.ID, f.Status),
 			Details: map[string]any{"file_id": f.ID, "status": f.Status}}
 	}
-	format := Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}
-	if !op.Accepts(format) {
-		return nil, &Error{Code: CodeUnsupportedInput, Param: param, Message: fmt.Sprintf("%s does not take %s files", op.Name, format.Extension),
+	if format := f.Format(); !op.Accepts(format) {
+		return &Error{Code: CodeUnsupportedInput, Param: param, Message: fmt.Sprintf("%s does not take %s files", op.Name, format.Extension),
 			Details: map[string]any{"file_id": f.ID, "detected_format": format, "input_formats": op.InputFormats}}
 	}
-	for _, e := range op.Engines() {
-		if s.Engines[e] == nil {
-			return nil, &Error{Code: CodeProcessingUnavailable, Message: fmt.Sprintf("%s needs the %s engine, which is not available on this deployment", op.Name, e)}
+	return nil
+}
+
+// newJob checks a job's file (and its further input files) for an operation, checks a
+// live worker runs the engines it needs, and prices the job. Codes: those of
+// checkInput, processing_unavailable.
+func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, facts *AdmissionFacts, live map[string]EngineInfo, fileID, param string) (*Job, error) {
+	f := facts.Files[fileID]
+	if err := checkInput(p, op, f, fileID, param); err != nil {
+		return nil, err
+	}
+	extra, err := op.fileIDs(options)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range extra {
+		xf := facts.Files[id]
+		xparam := fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i)
+		if err := checkInput(p, op, xf, id, xparam); err != nil {
+			return nil, err
+		}
+		if xf.ProjectID != f.ProjectID {
+			return nil, &Error{Code: CodeInvalidRequest, Param: xparam, Message: "every input file must belong to the project of file_id",
+				Details: map[string]any{"file_id": id}}
+		}
+	}
+	engines := op.Engines(f.Format())
+	for _, e := range engines {
+		if _, ok := live[e]; !ok {
+			return nil, &Error{Code: CodeProcessingUnavailable, RetryAfter: 30,
+				Message: fmt.Sprintf("%s needs the %s engine, and no worker running it is available now", op.Name, e)}
 		}
 	}
 	j := &Job{ID: NewID(PrefixJob), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID, Environment: f.Environment,
 		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: op.Estimate(f),
-		CreatedAt: s.Clock.Now(), Artifacts: []*Artifact{}}
-	if op.Kind == "preset" {
+		Queue: QueueName(engines), CreatedAt: s.Clock.Now(), Artifacts: []*Artifact{}}
+	if op.Kind == KindPreset {
 		j.Preset = op.Name
 	} else {
 		j.Operation = op.Name
 	}
 	return j, nil
+}
+
+// fileIDs returns the further input files canonical options name. Codes:
+// invalid_request naming the entry.
+func (op *Operation) fileIDs(options json.RawMessage) ([]string, error) {
+	if op.FileIDsOption == "" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(options, &m); err != nil {
+		return nil, err
+	}
+	var ids []string
+	if raw, ok := m[op.FileIDsOption]; ok {
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, InvalidParam("options."+op.FileIDsOption, "%s must list file ids", op.FileIDsOption)
+		}
+	}
+	for i, id := range ids {
+		if !ValidID(PrefixFile, id) {
+			return nil, InvalidParam(fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i), "%q is not a file_ id", id)
+		}
+	}
+	return ids, nil
 }
 
 // admission is a request to admit op on files, one job each.
@@ -121,14 +158,25 @@ type admission struct {
 // order of the files. Codes: those of newJob, invalid_request (files of several
 // projects), concurrency_limit, key_spend_limit, credits_exhausted, payment_required.
 func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, []*Job, error) {
+	if err := CheckJSONText("options", req.options); err != nil {
+		return nil, nil, err
+	}
+	extra, err := req.op.fileIDs(req.options)
+	if err != nil {
+		return nil, nil, err
+	}
+	live, err := s.liveEngines(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
-		Environment: p.Environment(), FileIDs: req.fileIDs})
+		Environment: p.Environment(), FileIDs: append(slices.Clone(req.fileIDs), extra...)})
 	if err != nil {
 		return nil, nil, err
 	}
 	jobs := make([]*Job, len(req.fileIDs))
 	for i, id := range req.fileIDs {
-		if jobs[i], err = s.newJob(p, req.op, req.options, facts.Files[id], id, req.param(i)); err != nil {
+		if jobs[i], err = s.newJob(p, req.op, req.options, facts, live, id, req.param(i)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -199,7 +247,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, 
 		return nil, nil, err
 	}
 	for _, j := range jobs {
-		s.enqueue(ctx, j.ID)
+		s.enqueue(ctx, j)
 	}
 	return b, jobs, nil
 }
@@ -262,7 +310,7 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 	if !ValidID(PrefixFile, req.FileID) {
 		return nil, InvalidParam("file_id", "file_id must be a file_ id")
 	}
-	op, err := resolveOperation(p, req.Operation, req.Preset)
+	op, err := s.resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
 		return nil, err
 	}
@@ -281,12 +329,27 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 	return jobs[0], nil
 }
 
-// enqueue hands a committed job to the queue. A failure is only logged by the caller's
-// absence of a task: the queued-job sweep enqueues it again.
-func (s *Jobs) enqueue(ctx context.Context, id string) {
+// enqueue hands a committed job to the queue of its engines. A failure is left to the
+// queued-job sweep, which enqueues it again.
+func (s *Jobs) enqueue(ctx context.Context, j *Job) {
 	if s.Queue != nil {
-		_ = s.Queue.EnqueueJob(context.WithoutCancel(ctx), id)
+		_ = s.Queue.EnqueueJob(context.WithoutCancel(ctx), s.task(j))
 	}
+}
+
+// task is what the queue needs to know of a job: its queue, and its deadline, the sum
+// of the deadlines of the operations it may run.
+func (s *Jobs) task(j *Job) JobTask {
+	t := JobTask{JobID: j.ID, Queue: j.Queue}
+	if op := s.Registry.Find(j.Operation, j.Preset); op != nil {
+		for _, o := range op.operations() {
+			t.Timeout += s.Config.OperationTimeout(o.Name)
+		}
+	}
+	if t.Timeout == 0 {
+		t.Timeout = s.Config.OperationTimeout("")
+	}
+	return t
 }
 
 // CancelJob cancels a queued job and releases its credits. A job a worker has claimed
@@ -335,6 +398,9 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 	if next.Artifacts == nil {
 		next.Artifacts = []*Artifact{}
 	}
+	if next.Terminal() {
+		next.LeaseExpiresAt = nil
+	}
 	e, err := NewEvent(event, next.OrganizationID, next.ProjectID, next.Environment, next.FileID, next.View(), now)
 	if err != nil {
 		return err
@@ -357,8 +423,10 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 // already finished): acknowledge it.
 var ErrJobSkipped = errors.New("job is not runnable")
 
-// ClaimJob moves a queued job to running (or takes back a running job whose worker
-// died: its task came back after the lease), counting the attempt.
+// ClaimJob moves a queued job to running under a lease (or takes over a running job
+// whose lease ran out: its worker died or lost the store), counting the attempt. A
+// running job whose lease holds is another worker's: ErrNotRun. A job claimed
+// Config.MaxJobClaims times already fails instead (ErrJobSkipped).
 func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 	j, err := s.Store.FindJobByID(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -371,8 +439,21 @@ func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 		return nil, ErrJobSkipped
 	}
 	now := s.Clock.Now()
+	if j.State == JobRunning && j.LeaseExpiresAt != nil && now.Before(*j.LeaseExpiresAt) {
+		return nil, fmt.Errorf("job %s: %w: another worker's claim holds until %s", id, ErrNotRun, j.LeaseExpiresAt.Format(time.RFC3339))
+	}
+	if j.Attempts >= s.Config.MaxJobClaims {
+		// Its attempts keep ending without an outcome (the worker killed, most likely by
+		// the job itself): another would end the same way.
+		err := s.FailJob(ctx, j, &Error{Code: CodeInternal, Message: "the job stopped its worker repeatedly and was given up"})
+		if err != nil && !errors.Is(err, ErrJobSkipped) {
+			return nil, err
+		}
+		return nil, ErrJobSkipped
+	}
+	lease := now.Add(s.Config.JobLease)
 	next := *j
-	next.State, next.Attempts = JobRunning, j.Attempts+1
+	next.State, next.Attempts, next.LeaseExpiresAt = JobRunning, j.Attempts+1, &lease
 	if next.StartedAt == nil {
 		next.StartedAt = &now
 	}
@@ -396,9 +477,12 @@ func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 // WorkDirPrefix begins the name of the directory a job attempt works in.
 const WorkDirPrefix = "job-"
 
-// RunJob runs a claimed job's engine steps on a local copy of its file, in a temporary
-// directory removed afterwards, and stores the artifacts. It returns what to settle.
-func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact, int, error) {
+// RunJob runs a claimed job's pipeline on local copies of its files, in a temporary
+// directory removed afterwards: each step reads what the step before it passed on,
+// every output is verified, and the outputs of the steps that keep theirs are stored
+// as artifacts. It returns the artifacts and what the work cost, from the units each
+// step processed.
+func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact, int64, error) {
 	f, err := s.Store.FindFileByID(ctx, j.FileID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("file of job %s: %w", j.ID, err)
@@ -406,57 +490,170 @@ func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact,
 	if f.Status != FileReady {
 		return nil, 0, &Error{Code: CodeConflict, Message: "the file is " + f.Status}
 	}
-	op := FindOperation(j.Operation, "operation")
-	if j.Preset != "" {
-		op = FindOperation(j.Preset, "preset")
-	}
+	op := s.Registry.Find(j.Operation, j.Preset)
 	if op == nil {
-		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "unknown operation"}
+		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "this deployment does not know the job's operation"}
 	}
-	dir, err := os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
+	err = os.MkdirAll(tmpRoot, 0o700)
+	var dir string
+	if err == nil {
+		dir, err = os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
+	}
+	if err != nil {
+		return nil, 0, scratchUnavailable(err)
+	}
+	defer os.RemoveAll(dir)
+	first, err := s.fetchInput(ctx, j, f, filepath.Join(dir, "input"))
 	if err != nil {
 		return nil, 0, err
 	}
-	defer os.RemoveAll(dir)
-	input := filepath.Join(dir, "input")
-	if err := s.download(ctx, f.StorageKey, input); err != nil {
-		return nil, 0, &Error{Code: CodeDependencyUnavailable, Message: "reading the file from storage failed: " + err.Error()}
+	var extra []EngineFile
+	ids, err := op.fileIDs(j.Options)
+	if err != nil {
+		return nil, 0, err
 	}
-	steps := []string{op.Name}
-	if op.Kind == "preset" {
-		steps = op.Steps
+	for i, id := range ids {
+		xf, err := s.Store.FindFileByID(ctx, id)
+		if errors.Is(err, ErrNotFound) || err == nil && (xf.OrganizationID != j.OrganizationID || xf.Status != FileReady) {
+			return nil, 0, &Error{Code: CodeConflict, Message: fmt.Sprintf("input file %s is no longer ready", id)}
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		ef, err := s.fetchInput(ctx, j, xf, filepath.Join(dir, fmt.Sprintf("input-%d", i+1)))
+		if err != nil {
+			return nil, 0, err
+		}
+		extra = append(extra, ef)
 	}
+
+	steps := op.Pipeline(f.Format())
 	var arts []*Artifact
-	units := 0
-	for i, step := range steps {
-		sop := FindOperation(step, "operation")
-		eng := s.Engines[sop.Engine]
+	var cost int64
+	cur := first
+	for i, st := range steps {
+		eng := s.Engines[st.Operation.Engine]
 		if eng == nil {
-			return nil, 0, &Error{Code: CodeProcessingUnavailable, Message: "the " + sop.Engine + " engine is not available"}
+			return arts, 0, &Error{Code: CodeProcessingUnavailable, Message: "the " + st.Operation.Engine + " engine is not available on this worker"}
+		}
+		opts, err := st.StepOptions(j.Options)
+		if err != nil {
+			return arts, 0, err
 		}
 		work := filepath.Join(dir, fmt.Sprintf("step%d", i))
 		if err := os.Mkdir(work, 0o700); err != nil {
-			return nil, 0, err
+			return arts, 0, scratchUnavailable(err)
 		}
-		out, err := eng.Run(ctx, EngineInput{Operation: step, Options: j.Options, Path: input, Filename: f.Filename,
-			Format: Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}, ByteSize: f.ByteSize, SHA256: f.SHA256,
-			WorkDir: work, Progress: s.progressFunc(ctx, j, i, len(steps))})
+		in := cur
+		if st.FromFile {
+			in = first
+		}
+		sha := ""
+		if in.Path == first.Path {
+			sha = f.SHA256
+		}
+		out, err := eng.Run(ctx, EngineInput{Operation: st.Operation.Name, Options: opts, Path: in.Path, Filename: in.Filename,
+			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Inputs: extra, WorkDir: work,
+			Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
 			if ctx.Err() != nil && AsError(err) == nil {
-				return nil, 0, &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
+				return arts, 0, &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
 			}
-			return nil, 0, err
+			return arts, 0, err
 		}
-		units += out.Units
+		if len(out.Artifacts) == 0 {
+			return arts, 0, &Error{Code: CodeOutputValidationFailed, Message: st.Operation.Name + " produced no output"}
+		}
+		outputs := make([]EngineFile, 0, len(out.Artifacts))
 		for _, ea := range out.Artifacts {
-			a, err := s.storeArtifact(ctx, j, f, ea)
+			ef, err := s.checkOutput(ctx, work, ea)
 			if err != nil {
-				return nil, 0, err
+				return arts, 0, err
 			}
-			arts = append(arts, a)
+			outputs = append(outputs, ef)
+		}
+		cost += st.Operation.Price.cost(out.Units)
+		if !st.Intermediate {
+			for _, ea := range out.Artifacts {
+				a, err := s.storeArtifact(ctx, j, f, ea)
+				if err != nil {
+					return arts, 0, err
+				}
+				if op.Kind == KindPreset {
+					a.Step = st.Name
+				}
+				arts = append(arts, a)
+			}
+		}
+		if i+1 < len(steps) {
+			cur = passOn(steps[i+1].Operation, outputs, in)
 		}
 	}
-	return arts, units, nil
+	return arts, cost, nil
+}
+
+// passOn picks what the next step reads: the first output it accepts, or else what
+// this step read (a step that only reports, like inspect, changes nothing).
+func passOn(next *Operation, outputs []EngineFile, in EngineFile) EngineFile {
+	for _, o := range outputs {
+		if next.Accepts(o.Format) {
+			return o
+		}
+	}
+	return in
+}
+
+// fetchInput copies a job's input file to path.
+func (s *Jobs) fetchInput(ctx context.Context, j *Job, f *File, path string) (EngineFile, error) {
+	if err := s.download(ctx, f.StorageKey, path); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return EngineFile{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("the bytes of file %s are gone", f.ID)}
+		}
+		// The cause names paths and hosts (a full work directory, an unreachable
+		// store): it is for the log, never for the client.
+		return EngineFile{}, Unavailable("the file could not be copied from storage to the worker; the job will be tried again",
+			fmt.Errorf("copy file %s to the work directory: %w", f.ID, err))
+	}
+	return EngineFile{FileID: f.ID, Path: path, Filename: SafeName(f.Filename), Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
+}
+
+// scratchUnavailable is the error of a worker that cannot write its scratch space (a
+// full disk); the path stays in the logs.
+func scratchUnavailable(err error) error {
+	return fmt.Errorf("%w: %w", &Error{Code: CodeDependencyUnavailable, Message: "the worker's scratch space cannot be written; the job will be tried again"}, err)
+}
+
+// checkOutput verifies one engine output before anything stores or reads it: it lies
+// inside the step's work directory, it is not empty, and it parses as its type says.
+// Codes: output_validation_failed.
+func (s *Jobs) checkOutput(ctx context.Context, work string, ea EngineArtifact) (EngineFile, error) {
+	bad := func(why string) error {
+		return &Error{Code: CodeOutputValidationFailed, Message: fmt.Sprintf("the output %s %s", ea.Name, why)}
+	}
+	rel, err := filepath.Rel(work, ea.Path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return EngineFile{}, bad("was written outside its work directory")
+	}
+	fh, err := os.Open(ea.Path)
+	if err != nil {
+		return EngineFile{}, bad("is missing")
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
+		return EngineFile{}, bad("is empty")
+	}
+	head := make([]byte, DetectSniffBytes)
+	n, _ := io.ReadFull(fh, head)
+	if s.Verifier != nil {
+		if err := s.Verifier.VerifyOutput(ctx, ea); err != nil {
+			if AsError(err) == nil {
+				return EngineFile{}, fmt.Errorf("%w: %w", bad("does not verify"), err)
+			}
+			return EngineFile{}, err
+		}
+	}
+	return EngineFile{Path: ea.Path, Filename: ea.Name, Format: Detect(head[:n]), ByteSize: st.Size()}, nil
 }
 
 func (s *Jobs) download(ctx context.Context, key, path string) error {
@@ -491,7 +688,8 @@ func (s *Jobs) storeArtifact(ctx context.Context, j *Job, f *File, ea EngineArti
 	a.StorageKey = ArtifactKey(f, a.ID)
 	h := newHashingReader(fh)
 	if err := s.Blobs.Put(ctx, a.StorageKey, h, st.Size()); err != nil {
-		return nil, &Error{Code: CodeDependencyUnavailable, Message: "storing an artifact failed: " + err.Error()}
+		return nil, Unavailable("a result of the job could not be written to storage",
+			fmt.Errorf("store artifact %s of job %s: %w", a.ID, j.ID, err))
 	}
 	a.SHA256 = h.Sum()
 	return a, nil
@@ -516,16 +714,8 @@ func (s *Jobs) progressFunc(ctx context.Context, j *Job, step, steps int) func(i
 // SettleJob records success: the artifacts, the charge (the actual cost, never above
 // the reservation) and the release of the rest, the state and its event, in one write.
 // Settling twice changes nothing (ErrJobSkipped): the second finds the job moved.
-func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, units int) error {
-	op := FindOperation(j.Operation, "operation")
-	if j.Preset != "" {
-		op = FindOperation(j.Preset, "preset")
-	}
-	cost := op.Price.Credits
-	if op.Price.Per == "page" {
-		cost = op.Price.Credits * int64(max(units, 1))
-	}
-	cost = min(cost, j.CreditsReserved)
+func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, cost int64) error {
+	cost = min(max(cost, 0), j.CreditsReserved)
 	now := s.Clock.Now()
 	next := *j
 	next.State, next.Progress, next.CreditsCharged, next.FinishedAt = JobSucceeded, 100, cost, &now
@@ -569,33 +759,160 @@ func Retryable(err error) bool {
 	return !slices.Contains(NonRetryable, ErrorCode(err))
 }
 
-// ProcessJob is the whole of one attempt: claim, run, settle. final says whether this
-// is the last attempt the queue will make; a retryable failure on an earlier attempt is
-// returned for the queue to retry, with the job still running.
+// ProcessJob is the whole of one attempt: claim, run under a lease it keeps renewing,
+// settle. final says whether this is the last attempt the queue will make; a retryable
+// failure on an earlier attempt is returned for the queue to retry, with the job still
+// running. An attempt the store's absence cut short did not run the job: its error
+// wraps ErrNotRun, and it neither fails the job nor counts as one of its attempts.
 func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) error {
 	j, err := s.ClaimJob(ctx, id)
 	if err != nil {
-		return err
+		return s.notRun(ctx, err)
 	}
-	arts, units, runErr := s.RunJob(ctx, j, tmpRoot)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopLease := s.keepLease(runCtx, j, cancel)
+	arts, cost, runErr := s.RunJob(runCtx, j, tmpRoot)
+	stopLease()
+	if errors.Is(context.Cause(runCtx), errLeaseLost) {
+		// Another worker took the job over: the outcome is its to record.
+		s.discardArtifacts(ctx, arts)
+		return ErrJobSkipped
+	}
 	if runErr == nil {
-		err := s.SettleJob(context.WithoutCancel(ctx), j, arts, units)
-		if err != nil && !errors.Is(err, ErrJobSkipped) {
-			return err
-		}
+		retried, err := s.record(ctx, func(ctx context.Context) error { return s.SettleJob(ctx, j, arts, cost) })
 		if errors.Is(err, ErrJobSkipped) {
-			s.discardArtifacts(ctx, arts)
+			// Settled by another attempt, or by this one when the store committed a write
+			// whose answer was lost: then the artifacts are the job's.
+			if !retried || !s.settledWith(ctx, j.ID, arts) {
+				s.discardArtifacts(ctx, arts)
+			}
+			return nil
+		}
+		if err != nil {
+			if !retried {
+				// A write tried again may have been committed the first time: in doubt,
+				// the bytes stay.
+				s.discardArtifacts(ctx, arts)
+			}
+			s.releaseLease(ctx, j)
+			return s.notRun(ctx, err)
 		}
 		return nil
 	}
 	s.discardArtifacts(ctx, arts)
+	if AsError(runErr) == nil && s.unreachable(ctx, runErr) {
+		s.releaseLease(ctx, j)
+		return fmt.Errorf("%w: %w", ErrNotRun, runErr)
+	}
 	if Retryable(runErr) && !final {
+		s.releaseLease(ctx, j)
 		return runErr
 	}
-	if err := s.FailJob(context.WithoutCancel(ctx), j, runErr); err != nil && !errors.Is(err, ErrJobSkipped) {
-		return err
+	_, err = s.record(ctx, func(ctx context.Context) error { return s.FailJob(ctx, j, runErr) })
+	if err != nil && !errors.Is(err, ErrJobSkipped) {
+		return s.notRun(ctx, err)
 	}
 	return nil
+}
+
+// releaseLease ends j's lease as its attempt ends without an outcome, so the retry
+// need not wait for it to run out. Best effort: a lease left behind runs out anyway.
+func (s *Jobs) releaseLease(ctx context.Context, j *Job) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, _ = s.Store.RenewJobLease(ctx, j.ID, j.Attempts, s.Clock.Now())
+}
+
+// errLeaseLost ends a run whose job another worker took over.
+var errLeaseLost = errors.New("the job's lease passed to another worker")
+
+// keepLease renews j's lease every third of Config.JobLease until stop is called, and
+// cancels the run with errLeaseLost when the job is found taken over. A renewal the store
+// does not answer is tried again at the next tick: the lease outlasts two misses.
+func (s *Jobs) keepLease(ctx context.Context, j *Job, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(s.Config.JobLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			ok, err := s.Store.RenewJobLease(ctx, j.ID, j.Attempts, s.Clock.Now().Add(s.Config.JobLease))
+			if err == nil && !ok {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// recordPatience is how long an attempt that ran keeps trying to record its outcome
+// while the store cannot be reached: the work is done, and running it again would only
+// repeat it.
+const recordPatience = time.Minute
+
+// record writes an attempt's outcome, trying again every second while the store cannot
+// be reached, for up to recordPatience. retried says whether a write was tried again:
+// the one before may have been committed with its answer lost.
+func (s *Jobs) record(ctx context.Context, write func(ctx context.Context) error) (retried bool, err error) {
+	ctx = context.WithoutCancel(ctx)
+	deadline := time.Now().Add(recordPatience)
+	for {
+		err = write(ctx)
+		if err == nil || AsError(err) != nil || !s.unreachable(ctx, err) || time.Now().After(deadline) {
+			return retried, err
+		}
+		retried = true
+		time.Sleep(time.Second)
+	}
+}
+
+// settledWith reports whether the job's stored artifacts are arts (or it has none to
+// check): in doubt, yes, since deleting the bytes of a settled job loses its result,
+// while keeping unused ones only costs space.
+func (s *Jobs) settledWith(ctx context.Context, jobID string, arts []*Artifact) bool {
+	if len(arts) == 0 {
+		return true
+	}
+	stored, err := s.Store.FindArtifactsByJob(context.WithoutCancel(ctx), jobID)
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(stored, func(a *Artifact) bool { return a.ID == arts[0].ID })
+}
+
+// notRun marks err as ErrNotRun when it came from a store that cannot be reached; errors
+// of the job itself pass unchanged.
+func (s *Jobs) notRun(ctx context.Context, err error) error {
+	if errors.Is(err, ErrNotRun) || errors.Is(err, ErrJobSkipped) || AsError(err) != nil || !s.unreachable(ctx, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotRun, err)
+}
+
+// unreachable reports whether err came from a store that cannot be reached: by the
+// error's own words, or, for an error that says nothing of the kind (a server shutting
+// down answers in its own words), by the store failing a ping now.
+func (s *Jobs) unreachable(ctx context.Context, err error) bool {
+	if IsUnreachable(err) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	return s.Store.Ping(ctx) != nil
 }
 
 func (s *Jobs) discardArtifacts(ctx context.Context, arts []*Artifact) {
@@ -604,17 +921,44 @@ func (s *Jobs) discardArtifacts(ctx context.Context, arts []*Artifact) {
 	}
 }
 
-// RequeueStale enqueues queued jobs older than age again: their task may have been lost
-// between commit and enqueue, or with an embedded Redis that restarted.
-func (s *Jobs) RequeueStale(ctx context.Context, age time.Duration, limit int) (int, error) {
-	js, err := s.Store.FindStaleQueuedJobs(ctx, s.Clock.Now().Add(-age), limit)
-	if err != nil {
-		return 0, err
-	}
-	for _, j := range js {
-		if err := s.Queue.EnqueueJob(ctx, j.ID); err != nil {
-			return 0, err
+// redrivePage is how many jobs the sweep reads at once.
+const redrivePage = 500
+
+// RedriveLost makes sure every job that may have lost its way to a worker will run:
+// queued jobs older than grace, and running jobs whose lease ran out. For each, the
+// queue re-drives its task: enqueues one where there is none (lost with Redis, or
+// never enqueued), runs again one archived or completed while the job is unfinished
+// (its attempts ended without an outcome), and leaves alone one waiting or running. It
+// goes through every such job, page by page, so any number is re-driven in one run, and
+// returns how many it re-drove. Running it in several processes at once is safe: each
+// step is idempotent.
+func (s *Jobs) RedriveLost(ctx context.Context, grace time.Duration) (int, error) {
+	now := s.Clock.Now()
+	q := RedriveQuery{QueuedBefore: now.Add(-grace), LeaseBefore: now, Limit: redrivePage}
+	n := 0
+	var errs []error
+	for {
+		js, err := s.Store.FindJobsToRedrive(ctx, q)
+		if err != nil {
+			return n, errors.Join(append(errs, err)...)
 		}
+		for _, j := range js {
+			ok, err := s.Queue.RedriveJob(ctx, s.task(j))
+			if err != nil {
+				// One job's trouble must not hold back the others; a queue that is
+				// down fails them all, and the next run starts over.
+				if errs = append(errs, err); len(errs) >= 10 {
+					return n, errors.Join(errs...)
+				}
+				continue
+			}
+			if ok {
+				n++
+			}
+		}
+		if len(js) < q.Limit {
+			return n, errors.Join(errs...)
+		}
+		q.After = js[len(js)-1].ID
 	}
-	return len(js), nil
 }

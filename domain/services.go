@@ -21,6 +21,29 @@ type Config struct {
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
 	AuthCacheTTL time.Duration
+	// JobLease is how long a worker's claim on a running job holds without being
+	// renewed; the worker renews it every third of it. A job whose lease ran out lost its
+	// worker: the sweep hands it to another, and no other worker takes it before.
+	JobLease time.Duration
+	// MaxJobClaims bounds how often a job may be claimed, attempts cut short by a killed
+	// worker or an outage included; a job claimed that often fails instead of stopping
+	// another worker.
+	MaxJobClaims int
+	// JobTimeout bounds one attempt of an operation that has no timeout of its own in
+	// OperationTimeouts; a preset's attempt gets the sum of its steps'.
+	JobTimeout        time.Duration
+	OperationTimeouts map[string]time.Duration
+}
+
+// OperationTimeout bounds one attempt of the named operation.
+func (c Config) OperationTimeout(name string) time.Duration {
+	if d, ok := c.OperationTimeouts[name]; ok && d > 0 {
+		return d
+	}
+	if c.JobTimeout > 0 {
+		return c.JobTimeout
+	}
+	return 10 * time.Minute
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -35,6 +58,9 @@ func DefaultConfig() Config {
 		IdempotencyTTL:          24 * time.Hour,
 		MaxWebhookEndpoints:     20,
 		AuthCacheTTL:            time.Second,
+		JobLease:                30 * time.Second,
+		MaxJobClaims:            10,
+		JobTimeout:              10 * time.Minute,
 	}
 }
 
@@ -53,6 +79,17 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
+	case c.JobLease != 0 && (c.JobLease < time.Second || c.JobLease > time.Hour):
+		return errors.New("FILEMILL_JOB_LEASE must be between 1s and 1h")
+	case c.MaxJobClaims < 0:
+		return errors.New("MaxJobClaims must not be negative")
+	case c.JobTimeout < 0:
+		return errors.New("FILEMILL_JOB_TIMEOUT must not be negative")
+	}
+	for name, d := range c.OperationTimeouts {
+		if d <= 0 {
+			return fmt.Errorf("FILEMILL_OPERATION_TIMEOUTS: %s needs a positive duration", name)
+		}
 	}
 	return nil
 }
@@ -72,15 +109,22 @@ type Services struct {
 	Usage         *Usage
 }
 
-// Deps are the ports the services run on. Blobs, Fetcher, Queue and Engines may be
-// nil in processes that touch no bytes and run no jobs (admin commands).
+// Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines, Directory,
+// Pages and Verifier may be nil in processes that touch no bytes and run no jobs (admin
+// commands).
 type Deps struct {
-	Store   Store
-	Clock   Clock
-	Blobs   Blobs
-	Fetcher Fetcher
-	Queue   Queue
+	Store    Store
+	Clock    Clock
+	Blobs    Blobs
+	Fetcher  Fetcher
+	Queue    Queue
+	Registry *Registry // every operation and preset; empty when nil
+	// Engines are the engine families this process runs, by family name.
 	Engines map[string]Engine
+	// Directory tells which families live workers run; nil: only this process's Engines.
+	Directory EngineDirectory
+	Pages     PageCounter
+	Verifier  OutputVerifier
 }
 
 // NewServices wires the services over their ports.
@@ -88,14 +132,25 @@ func NewServices(cfg Config, d Deps) *Services {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
+	def := DefaultConfig()
+	if cfg.JobLease == 0 {
+		cfg.JobLease = def.JobLease
+	}
+	if cfg.MaxJobClaims == 0 {
+		cfg.MaxJobClaims = def.MaxJobClaims
+	}
 	store, clock := d.Store, d.Clock
 	s := &Services{Config: cfg, Store: store, Clock: clock}
 	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
 	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
-	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines}
-	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg}
+	if d.Registry == nil {
+		d.Registry = NewRegistry()
+	}
+	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
+		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
 	metered := ok && m.MetersEgress()

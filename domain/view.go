@@ -21,6 +21,7 @@ type ArtifactView struct {
 	CreatedAt time.Time `json:"created_at"`
 	FileID    string    `json:"file_id"`
 	JobID     string    `json:"job_id"`
+	Step      *string   `json:"step"`
 	Name      string    `json:"name"`
 	MIMEType  string    `json:"mime_type"`
 	ByteSize  int64     `json:"byte_size"`
@@ -30,7 +31,7 @@ type ArtifactView struct {
 // View returns the artifact's representation.
 func (a *Artifact) View() ArtifactView {
 	return ArtifactView{ID: a.ID, Object: "artifact", CreatedAt: a.CreatedAt, FileID: a.FileID, JobID: a.JobID,
-		Name: a.Name, MIMEType: a.MIMEType, ByteSize: a.ByteSize, SHA256: nullable(a.SHA256)}
+		Step: nullable(a.Step), Name: a.Name, MIMEType: a.MIMEType, ByteSize: a.ByteSize, SHA256: nullable(a.SHA256)}
 }
 
 func artifactViews(as []*Artifact) []ArtifactView {
@@ -139,6 +140,7 @@ type FileView struct {
 	ByteSize         *int64         `json:"byte_size"`
 	DeclaredMIMEType *string        `json:"declared_mime_type"`
 	DetectedFormat   *Format        `json:"detected_format"`
+	Pages            *int           `json:"pages"`
 	SHA256           *string        `json:"sha256"`
 	DuplicateOf      *string        `json:"duplicate_of"`
 	Findings         []Finding      `json:"findings"`
@@ -155,6 +157,10 @@ func (f *File) View() FileView {
 		v.DetectedFormat = &Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}
 		size := f.ByteSize
 		v.ByteSize = &size
+	}
+	if f.Pages > 0 {
+		pages := f.Pages
+		v.Pages = &pages
 	}
 	if v.Findings == nil {
 		v.Findings = []Finding{}
@@ -184,15 +190,17 @@ type UploadView struct {
 	Multipart     bool              `json:"multipart"`
 	UploadURL     *string           `json:"upload_url"`
 	UploadHeaders map[string]string `json:"upload_headers"`
-	PartSize      *int64            `json:"part_size"`
-	Parts         []UploadPartView  `json:"parts"`
-	Validation    *Validation       `json:"validation"`
-	ExpiresAt     time.Time         `json:"expires_at"`
-	CompletedAt   *time.Time        `json:"completed_at"`
+	// UploadURLExpiresAt is when upload_url and the parts' URLs stop working.
+	UploadURLExpiresAt *time.Time       `json:"upload_url_expires_at"`
+	PartSize           *int64           `json:"part_size"`
+	Parts              []UploadPartView `json:"parts"`
+	Validation         *Validation      `json:"validation"`
+	ExpiresAt          time.Time        `json:"expires_at"`
+	CompletedAt        *time.Time       `json:"completed_at"`
 }
 
-// summaryView is the session without URLs, as events carry it.
-func (u *Upload) summaryView() UploadView {
+// objectView is the session of file f without URLs, as events carry it.
+func (u *Upload) objectView(f *File) UploadView {
 	v := UploadView{ID: u.ID, Object: "upload", CreatedAt: u.CreatedAt, ProjectID: u.ProjectID, FileID: u.FileID,
 		State: u.State, ByteSize: u.ByteSize, Multipart: u.Multipart, UploadHeaders: map[string]string{},
 		Parts: []UploadPartView{}, Validation: u.Validation, ExpiresAt: u.ExpiresAt, CompletedAt: u.CompletedAt}
@@ -200,13 +208,19 @@ func (u *Upload) summaryView() UploadView {
 		ps := u.PartSize
 		v.PartSize = &ps
 	}
+	if f != nil {
+		v.Filename, v.MIMEType = f.Filename, nullable(f.DeclaredMIMEType)
+	}
 	return v
 }
 
 // View returns the session with the URLs minted for this answer.
 func (t *UploadTicket) View() UploadView {
-	v := t.Upload.summaryView()
-	v.Filename, v.MIMEType = t.File.Filename, nullable(t.File.DeclaredMIMEType)
+	v := t.Upload.objectView(t.File)
+	if t.URL != "" || len(t.Parts) > 0 {
+		exp := t.Expires
+		v.UploadURLExpiresAt = &exp
+	}
 	if t.URL != "" {
 		v.UploadURL = &t.URL
 		for k, h := range t.Headers {

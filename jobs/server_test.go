@@ -40,17 +40,25 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01RUN"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
 			select {
 			case p := <-ran:
 				require.Equal(t, "job_01RUN", p.JobID)
 			case <-time.After(10 * time.Second):
 				t.Fatal("the handler never ran")
 			}
-			b.waitState(t, "job_01RUN", asynq.TaskStateCompleted)
-			// Completed and retained: enqueueing the finished job again does not run it again.
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01RUN"))
-			time.Sleep(300 * time.Millisecond)
+			done := b.waitState(t, "job_01RUN", asynq.TaskStateCompleted)
+			// Completed and retained: enqueueing the finished job again does not run it
+			// again. It enqueues nothing at all: the retained task is the same one, and the
+			// queue holds no other to run.
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
+			again, err := b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01RUN")
+			require.NoError(t, err)
+			require.Equal(t, asynq.TaskStateCompleted, again.State)
+			require.Equal(t, done.CompletedAt, again.CompletedAt)
+			q, err := b.insp.GetQueueInfo(jobs.DefaultQueueName)
+			require.NoError(t, err)
+			require.Zero(t, q.Pending+q.Active+q.Scheduled+q.Retry, "nothing was enqueued: %+v", q)
 			require.Empty(t, ran)
 		})
 
@@ -63,11 +71,12 @@ func TestServer(t *testing.T) {
 					return fmt.Errorf("decode page 3: %w", domain.Errorf(domain.CodeCorruptedFile, "the PDF's xref table is broken"))
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01CORRUPT"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01CORRUPT"}))
 			info := b.waitState(t, "job_01CORRUPT", asynq.TaskStateArchived)
 			require.Contains(t, info.LastErr, "corrupted_file")
-			time.Sleep(300 * time.Millisecond) // a retry would be due by now
+			// Archived is final: an archived task is never run again, so one attempt is all.
 			require.EqualValues(t, 1, attempts.Load())
+			require.Zero(t, info.Retried)
 			require.Eventually(t, func() bool {
 				logs := b.logs.String()
 				return contains(logs, "task failed", "task_type=job:run", "task_id=job_01CORRUPT",
@@ -84,7 +93,7 @@ func TestServer(t *testing.T) {
 					return errors.New("libreoffice crashed")
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01FLAKY"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01FLAKY"}))
 			info := b.waitState(t, "job_01FLAKY", asynq.TaskStateArchived)
 			require.EqualValues(t, 3, attempts.Load(), "one attempt and two retries")
 			require.Equal(t, 2, info.Retried)
@@ -103,7 +112,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01SECOND"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SECOND"}))
 			b.waitState(t, "job_01SECOND", asynq.TaskStateCompleted)
 			require.EqualValues(t, 2, attempts.Load())
 		})
@@ -123,7 +132,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01GRACEFUL"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01GRACEFUL"}))
 			<-started
 			s.Shutdown()
 			select {
@@ -146,13 +155,34 @@ func TestServer(t *testing.T) {
 					return ctx.Err()
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01SLOW"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SLOW"}))
 			<-started
 			begin := time.Now()
 			s.Shutdown()
 			require.Less(t, time.Since(begin), 3*time.Second)
 			info := b.waitState(t, "job_01SLOW", asynq.TaskStatePending)
 			require.Equal(t, 0, info.Retried, "handed back, not counted as a failure")
+		})
+
+		t.Run("AttemptsThatDidNotRunDoNotCount", func(t *testing.T) {
+			b := setup(t, open(t))
+			var runs atomic.Int32
+			cfg := fastConfig()
+			cfg.NotRunRetryDelay = 10 * time.Millisecond
+			b.server(t, cfg, func(s *jobs.Server) {
+				s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
+					if runs.Add(1) <= 5 { // more than the task's 3 attempts
+						return fmt.Errorf("claim: %w: dial tcp: connection refused", domain.ErrNotRun)
+					}
+					return nil
+				}))
+			})
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01OUTAGE"}))
+			info := b.waitState(t, "job_01OUTAGE", asynq.TaskStateCompleted)
+			require.EqualValues(t, 6, runs.Load())
+			require.Zero(t, info.Retried, "none counted")
+			require.Equal(t, 1, strings.Count(b.logs.String(), "task did not run its job"),
+				"logged once per interval, with a count: %s", b.logs.String())
 		})
 
 		t.Run("PeriodicFiresOncePerPeriodAcrossWorkers", func(t *testing.T) {
@@ -175,7 +205,12 @@ func TestServer(t *testing.T) {
 				}))
 			}
 			begin := time.Now()
-			time.Sleep(3500 * time.Millisecond)
+			// Three periods fired, however long a busy machine takes to fire them.
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(runs) >= 3
+			}, 60*time.Second, 20*time.Millisecond)
 			for _, w := range workers {
 				w.Shutdown()
 			}

@@ -104,13 +104,13 @@ func (s *Server) getBatch(w http.ResponseWriter, r *http.Request, p *domain.Prin
 	writeJSON(w, http.StatusOK, b.View(jobs))
 }
 
-func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ *domain.Principal) {
-	available := func(engine string) bool { return s.svc.Jobs.Engines[engine] != nil }
-	out := listBody[domain.OperationView]{Object: "list", Data: make([]domain.OperationView, 0, len(domain.Operations))}
-	for _, op := range domain.Operations {
-		out.Data = append(out.Data, op.View(available))
+func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	ops, err := s.svc.Jobs.ListOperations(r.Context(), p)
+	if err != nil {
+		writeError(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listBody[domain.OperationView]{Object: "list", Data: ops})
 }
 
 func (s *Server) getUsage(w http.ResponseWriter, r *http.Request, p *domain.Principal) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -21,7 +22,9 @@ import (
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/rest/openapitest"
@@ -50,10 +53,16 @@ type setupOpts struct {
 	worker  bool   // run a worker in-process
 	fetcher domain.Fetcher
 	clock   domain.Clock // the services' clock; nil is the system clock
+	// storageClock, when set, is the clock the local storage host signs and checks URLs
+	// by (an S3 store keeps its own time).
+	storageClock func() time.Time
 	// engine, when set, wraps the real inspect engine (to inject a fault).
 	engine func(domain.Engine) domain.Engine
 	// store, when set, wraps the real store the services use (to inject a fault).
 	store func(domain.Store) domain.Store
+	// registry, when set, replaces the real registry; engines add to the real ones.
+	registry *domain.Registry
+	engines  map[string]domain.Engine
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -75,7 +84,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	}
 	// The storage host reports bytes served; the services exist only after the blobs.
 	var svc *domain.Services
-	blobs := newBlobs(t, o.backend, func(key string, n int64) { _ = svc.Usage.RecordEgress(context.Background(), key, n) })
+	blobs := newBlobs(t, o.backend, o.storageClock, func(key string, n int64) { _ = svc.Usage.RecordEgress(context.Background(), key, n) })
 	redisOpt, _, err := jobs.ParseRedisURL(redistest.URL(t))
 	require.NoError(t, err)
 	queue := jobs.NewQueue(redisOpt)
@@ -88,15 +97,25 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.store != nil {
 		svcStore = o.store(store)
 	}
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	if o.registry != nil {
+		reg = o.registry
+	}
+	engines := map[string]domain.Engine{"inspect": engine}
+	maps.Copy(engines, o.engines)
+	prober := probe.New(probe.DefaultConfig())
 	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Engines: map[string]domain.Engine{"inspect": engine}})
+		Registry: reg, Engines: engines, Pages: prober, Verifier: prober})
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	if o.worker {
 		// Retries come quickly here; their spacing is the jobs package's concern.
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
-			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond }},
+			RetryDelayFunc:   func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
+			NotRunRetryDelay: 50 * time.Millisecond,
+			Pools:            jobs.EnginePools(reg, engines, func(string) int { return 4 })},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
 		require.NoError(t, w.Start())
@@ -198,7 +217,7 @@ func webhookBody(url string) map[string]any {
 
 // newBlobs starts a storage backend: the local disk with its own storage host, or a
 // bucket on a real MinIO server.
-func newBlobs(t *testing.T, backend string, onEgress func(key string, n int64)) domain.Blobs {
+func newBlobs(t *testing.T, backend string, now func() time.Time, onEgress func(key string, n int64)) domain.Blobs {
 	t.Helper()
 	if backend == "s3" {
 		endpoint, access, secret := miniotest.Start(t)
@@ -211,7 +230,7 @@ func newBlobs(t *testing.T, backend string, onEgress func(key string, n int64)) 
 	host := httptest.NewUnstartedServer(nil)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	local, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://" + host.Listener.Addr().String(), Secret: secret, OnEgress: onEgress})
+	local, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://" + host.Listener.Addr().String(), Secret: secret, OnEgress: onEgress, Now: now})
 	require.NoError(t, err)
 	host.Config.Handler = local.Handler()
 	host.Start()

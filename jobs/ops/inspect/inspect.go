@@ -305,7 +305,35 @@ func family(f domain.Format) formatFamily {
 	return familyOther
 }
 
-// corrupted returns the corrupted_file error for a file whose structure cannot be read.
-func corrupted(kind string, err error) error {
-	return &domain.Error{Code: domain.CodeCorruptedFile, Message: fmt.Sprintf("the %s cannot be read: %v", kind, err)}
+// corruptedMessages are what a client reads when a file's structure cannot be read, by
+// kind of file. The parser's own words (`page tree: pageDict: missing "Count"`) mean
+// nothing to a person and name internals: they go to the error's cause, for the logs.
+var corruptedMessages = map[string]string{
+	"PDF":             "the PDF is damaged or incomplete: its structure cannot be read",
+	"image":           "the image is damaged or incomplete: its header cannot be read",
+	"office document": "the office document is damaged or incomplete: its contents cannot be read",
+	"file":            "the file is damaged or incomplete and cannot be read",
 }
+
+// corrupted returns the corrupted_file error for a file whose structure cannot be read.
+func corrupted(kind string, cause error) error {
+	msg, ok := corruptedMessages[kind]
+	if !ok {
+		msg = corruptedMessages["file"]
+	}
+	return &domain.Error{Code: domain.CodeCorruptedFile, Message: msg, Cause: cause}
+}
+
+// Specs declares the operation the engine serves.
+func Specs() []domain.OperationSpec {
+	return []domain.OperationSpec{{
+		Name: "inspect", Engine: "inspect", Price: domain.Price{Credits: 1, Per: "file"}, InputFormats: []string{"*"},
+		Description: "Reports the detected format, size, hash and per-format facts (PDF pages, version, encryption, text layer; image size, orientation, colour space; office document type).",
+	}}
+}
+
+// Version names the engine's release: it is part of filemill.
+func (e *Engine) Version() string { return "1" }
+
+// Check reports nothing missing: inspect needs no tool beyond filemill itself.
+func (e *Engine) Check(context.Context) error { return nil }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"slices"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/ocr"
+	"github.com/filemill/filemill/jobs/ops/office"
+	"github.com/filemill/filemill/jobs/ops/pdf"
+	"github.com/filemill/filemill/jobs/ops/pdfium"
+	"github.com/filemill/filemill/jobs/ops/probe"
+	"github.com/filemill/filemill/jobs/ops/render"
+)
+
+// newEngines starts the engines a worker runs: every family it has, or those
+// FILEMILL_ENGINES names. Engines that render or read PDFs share one PDFium pool.
+// The returned function closes them all, the shared pool last.
+func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func(), error) {
+	var pool *pdfium.Pool
+	sharedPDFium := func() (*pdfium.Pool, error) {
+		if pool != nil {
+			return pool, nil
+		}
+		pc := pdfium.DefaultConfig()
+		pc.CompilationCacheDir = filepath.Join(cfg.DataDir, "cache", "pdfium")
+		var err error
+		if pool, err = pdfium.New(pc); err != nil {
+			return nil, err
+		}
+		return pool, nil
+	}
+	all := map[string]func() (domain.Engine, error){
+		"inspect": func() (domain.Engine, error) { return inspect.New(inspect.DefaultConfig()), nil },
+		"pdf": func() (domain.Engine, error) {
+			c := pdf.DefaultConfig()
+			c.Logger = log
+			return pdf.New(c)
+		},
+		"office": func() (domain.Engine, error) {
+			p, err := sharedPDFium()
+			if err != nil {
+				return nil, err
+			}
+			c := office.DefaultConfig()
+			if cfg.OfficeInstances > 0 {
+				c.Instances = cfg.OfficeInstances
+			}
+			c.ConversionsPerInstance, c.Timeout, c.QueueTimeout = cfg.OfficeConversions, cfg.OfficeTimeout, cfg.OfficeQueueTimeout
+			c.MemoryLimit = cfg.OfficeMemoryLimit
+			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
+			return office.New(c)
+		},
+		"ocr": func() (domain.Engine, error) {
+			p, err := sharedPDFium()
+			if err != nil {
+				return nil, err
+			}
+			c := ocr.DefaultConfig()
+			if cfg.OCRParallel > 0 {
+				c.Parallel = cfg.OCRParallel
+			}
+			c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
+			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
+			return ocr.New(c)
+		},
+		"render": func() (domain.Engine, error) {
+			p, err := sharedPDFium()
+			if err != nil {
+				return nil, err
+			}
+			c := render.DefaultConfig()
+			c.Pool = p
+			return render.New(c)
+		},
+	}
+	out := map[string]domain.Engine{}
+	closeAll := func() {
+		for _, e := range out {
+			switch c := e.(type) {
+			case interface{ Close() error }:
+				_ = c.Close()
+			case interface{ Close() }:
+				c.Close()
+			}
+		}
+		if pool != nil {
+			_ = pool.Close()
+		}
+	}
+	for _, name := range cfg.Engines {
+		if all[name] == nil {
+			return nil, nil, fmt.Errorf("FILEMILL_ENGINES: no engine family %q", name)
+		}
+	}
+	for name, start := range all {
+		if cfg.Engines != nil && !slices.Contains(cfg.Engines, name) {
+			continue
+		}
+		e, err := start()
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("engine %s: %w", name, err)
+		}
+		out[name] = e
+	}
+	return out, closeAll, nil
+}
+
+// renderPageWith renders PDF pages for the engines that read them as images, on the
+// shared PDFium pool.
+func renderPageWith(p *pdfium.Pool) func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error {
+	return func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error {
+		_, err := p.RenderPage(ctx, pdfPath, page, pdfium.ImageOptions{RenderOptions: pdfium.RenderOptions{DPI: float64(dpi)}, Format: format}, out)
+		return err
+	}
+}
+
+// defaultEngineConcurrency is how many jobs of a family a worker runs at once, per CPU,
+// unless FILEMILL_ENGINE_CONCURRENCY says otherwise: light work more, heavy work (a
+// LibreOffice instance or a multi-page OCR per job) less.
+var defaultEngineConcurrency = map[string]float64{"inspect": 2, "pdf": 1, "render": 1, "image": 1, "scan": 1, "office": 1, "ocr": 0.5}
+
+// engineConcurrency returns a family's concurrency for this worker.
+func engineConcurrency(cfg *Config) func(family string) int {
+	return func(family string) int {
+		if n, ok := cfg.EngineConcurrency[family]; ok {
+			return n
+		}
+		per, ok := defaultEngineConcurrency[family]
+		if !ok {
+			per = 1
+		}
+		return max(1, int(per*float64(runtime.NumCPU())))
+	}
+}
+
+// newProber counts pages at completion (PDFs, and office documents whose count is
+// cheap to read) and verifies engine outputs.
+func newProber() *probe.Prober {
+	p := probe.New(probe.DefaultConfig())
+	for _, ext := range []string{"docx", "pptx", "odt", "odp"} {
+		p.CountWith(ext, func(_ context.Context, path string) (int, error) {
+			n, ok := office.CountPages(path, domain.Format{Extension: ext})
+			if !ok {
+				return 0, fmt.Errorf("no page count in this %s", ext)
+			}
+			return n, nil
+		})
+	}
+	return p
+}
