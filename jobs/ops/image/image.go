@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/filemill/filemill/domain"
@@ -178,6 +179,41 @@ func (e *Engine) Check(ctx context.Context) error {
 	}
 	e.checked = true
 	return nil
+}
+
+// Verify decodes the image at path completely, every frame of an animation, with
+// libvips: a verifier for outputs Go's decoders cannot read (AVIF, animated WebP).
+// Codes: output_validation_failed.
+func (e *Engine) Verify(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer threadDone()
+	if !loaderAllowed(path) {
+		return &domain.Error{Code: domain.CodeOutputValidationFailed, Message: "the output is not an image libvips reads"}
+	}
+	hdr, err := readHeaderFile(path)
+	if err == nil && hdr.Pages > 1 && multiFrameLoader(hdr.Loader) {
+		_, err = verifyFile(path + "[n=-1]")
+	} else if err == nil {
+		_, err = verifyFile(path)
+	}
+	if err != nil {
+		return e.fail(domain.EngineInput{Filename: filepath.Base(path)}, domain.CodeOutputValidationFailed, "the output does not decode", err)
+	}
+	return nil
+}
+
+// multiFrameLoader reports whether a loader reads every frame or page with n=-1.
+func multiFrameLoader(loader string) bool {
+	for _, l := range []string{"gifload", "webpload", "heifload", "tiffload"} {
+		if strings.HasPrefix(loader, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close releases nothing: libvips stays up for the process.

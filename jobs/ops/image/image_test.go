@@ -520,3 +520,63 @@ func TestCancelled(t *testing.T) {
 	_, err := e.Run(ctx, domain.EngineInput{Operation: "image.convert", Path: in, WorkDir: dir})
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// TestRegistry: the options struct compiles into the platform's schema, the presets'
+// fixed options pass it, and what the registry hands the engine (canonical options,
+// defaults filled in) converts.
+func TestRegistry(t *testing.T) {
+	t.Parallel()
+	reg := domain.NewRegistry()
+	require.NoError(t, reg.AddOperations(imageop.Specs()...))
+	for _, p := range imageop.Presets() {
+		require.NoError(t, reg.AddPreset(p), p.Name)
+	}
+	op := reg.Operation("image.convert")
+	require.NotNil(t, op)
+	canon, err := op.ValidateOptions(json.RawMessage(`{"width":64}`))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(canon, &m))
+	require.Equal(t, "webp", m["format"])
+	require.Equal(t, true, m["strip_metadata"])
+	_, err = op.ValidateOptions(json.RawMessage(`{"gravity":"attention"}`))
+	requireCode(t, err, domain.CodeInvalidRequest)
+	_, err = op.ValidateOptions(json.RawMessage(`{"rotate":45}`))
+	requireCode(t, err, domain.CodeInvalidRequest)
+
+	r := convertRaw(t, canon)
+	require.Equal(t, [2]int{64, 40}, dims(decode(t, r.data)))
+
+	for _, name := range []string{"image", "avatar"} {
+		p := reg.Preset(name)
+		require.NotNil(t, p, name)
+		require.Len(t, p.Steps, 2)
+		for _, st := range p.Steps {
+			require.Equal(t, "image.convert", st.Operation.Name)
+		}
+	}
+}
+
+func convertRaw(t *testing.T, opts json.RawMessage) *result {
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(opts, &m))
+	return convert(t, "a.png", encPNG(t, photo(320, 200, 1)), m)
+}
+
+// TestVerify: the verifier for outputs Go cannot decode reads AVIF and every frame of an
+// animated WebP, and refuses a damaged one.
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	dir := t.TempDir()
+	anim := convert(t, "a.gif", animatedGIF(t, 120, 80, 3), map[string]any{"format": "webp", "animated": true}).data
+	avif := convert(t, "a.png", encPNG(t, photo(64, 48, 1)), map[string]any{"format": "avif", "effort": 0}).data
+	for name, data := range map[string][]byte{"anim.webp": anim, "a.avif": avif} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		require.NoError(t, e.Verify(context.Background(), p), name)
+		cut := filepath.Join(dir, "cut-"+name)
+		require.NoError(t, os.WriteFile(cut, data[:len(data)*2/3], 0o600))
+		requireCode(t, e.Verify(context.Background(), cut), domain.CodeOutputValidationFailed)
+	}
+}

@@ -219,6 +219,11 @@ type cfbEntry = struct {
 // ---- tests ----
 
 func TestSpecs(t *testing.T) {
+	reg := domain.NewRegistry()
+	require.NoError(t, reg.AddOperations(scan.Specs()...))
+	canon, err := reg.Operation("scan").ValidateOptions(nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{}`, string(canon))
 	specs := scan.Specs()
 	require.Len(t, specs, 1)
 	require.Equal(t, "scan", specs[0].Name)
