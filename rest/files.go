@@ -20,6 +20,7 @@ type validationRequest struct {
 	Formats  []string `json:"formats"`
 	MaxBytes *int64   `json:"max_bytes"`
 	MinBytes *int64   `json:"min_bytes"`
+	Scan     bool     `json:"scan"`
 }
 
 func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -41,7 +42,7 @@ func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.
 		return
 	}
 	if v := req.Validation; v != nil {
-		nu.Validation = &domain.Validation{Formats: v.Formats}
+		nu.Validation = &domain.Validation{Formats: v.Formats, Scan: v.Scan}
 		if v.Formats != nil && len(v.Formats) == 0 {
 			writeError(w, r, domain.InvalidParam("validation.formats", "validation.formats takes 1 to 32 items"))
 			return
