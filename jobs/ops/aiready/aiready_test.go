@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -467,4 +468,53 @@ func TestSpecsAndPreset(t *testing.T) {
 	if err != nil || string(opts) != `{"chunk_size":800}` {
 		t.Fatalf("step options %s, %v", opts, err)
 	}
+}
+
+// A document as LibreOffice writes it (from HTML, through its Writer filter): real
+// fonts embedded as subsets, its own bullets and table borders.
+func TestLibreOfficeDocument(t *testing.T) {
+	mustTool(t, "soffice", "libreoffice-writer-nogui")
+	dir := t.TempDir()
+	html := `<!DOCTYPE html><html><head><meta charset="utf-8"><title>Review</title></head><body>
+<h1>Quarterly Review</h1>
+<p>This review covers the harbor project and its lanterns in some detail, with the results below.</p>
+<h2>Highlights</h2>
+<ul><li>Revenue grew in the north</li><li>Costs fell in the south</li><li>Staff doubled in the east</li></ul>
+<h3>Figures by region</h3>
+<table border="1"><tr><th>Region</th><th>Revenue</th><th>Growth</th></tr>
+<tr><td>North</td><td>120</td><td>3%</td></tr><tr><td>South</td><td>95</td><td>1%</td></tr>
+<tr><td>East</td><td>143</td><td>4%</td></tr></table>
+<p>The figures above are unaudited.</p>
+</body></html>`
+	src := filepath.Join(dir, "review.html")
+	if err := os.WriteFile(src, []byte(html), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("soffice", "-env:UserInstallation=file://"+filepath.Join(dir, "profile"), "--headless",
+		"--infilter=HTML (StarWriter)", "--convert-to", "pdf", "--outdir", dir, src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("soffice: %v %s", err, b)
+	}
+	pdf, err := os.ReadFile(filepath.Join(dir, "review.pdf"))
+	if err != nil {
+		t.Fatalf("soffice wrote no PDF: %v", err)
+	}
+	r := run(t, pdf, `{}`)
+	md := r.md
+	h1 := mustLine(t, md, "# Quarterly Review")
+	h2 := mustLine(t, md, "## Highlights")
+	h3 := mustLine(t, md, "### Figures by region")
+	b1 := mustLine(t, md, "- Revenue grew in the north")
+	if mustLine(t, md, "- Costs fell in the south") != b1+1 || mustLine(t, md, "- Staff doubled in the east") != b1+2 {
+		t.Fatalf("list:\n%s", md)
+	}
+	th := mustLine(t, md, "| Region | Revenue | Growth |")
+	lines := strings.Split(md, "\n")
+	if lines[th+2] != "| North | 120 | 3% |" || lines[th+4] != "| East | 143 | 4% |" {
+		t.Fatalf("table:\n%s", md)
+	}
+	if !(h1 < h2 && h2 < b1 && b1 < h3 && h3 < th) {
+		t.Fatalf("order:\n%s", md)
+	}
+	mustLine(t, md, "This review covers the harbor project and its lanterns in some detail, with the results below.")
 }
