@@ -95,9 +95,11 @@ func Preset(before ...domain.StepSpec) domain.PresetSpec {
 }
 
 // OCRFunc recognises page (1-based) of the PDF at pdfPath, which has no text layer,
-// and returns its words as runs: boxes in points on the page (origin top-left, y
-// down), FontSize the height the text appears at, Width and Height the page's size.
-// Errors are *domain.Error for the page's faults, or ctx's error.
+// and returns its words as runs, one word (or one line) a run: Box the word's box as
+// recognised (hugging its ink) in points on the page, origin top-left, y down;
+// FontSize its size in points when the recogniser knows it, else 0 (it is then
+// estimated from the box and the letters); Width and Height the page's size in
+// points. Errors are *domain.Error for the page's faults, or ctx's error.
 type OCRFunc func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error)
 
 // Config configures the engine.
@@ -270,7 +272,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 				scans = append(scans, pt.Page)
 				continue
 			}
-			pages[pt.Page-1] = newPageData(pt)
+			pages[pt.Page-1] = newPageData(pt, false)
 			chars += pages[pt.Page-1].chars
 			tick()
 		}
@@ -297,8 +299,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 			pt = &pdfium.PageText{Page: scans[i]}
 		}
 		pt.Page = scans[i]
-		pd := newPageData(pt)
-		pd.ocr = true
+		pd := newPageData(pt, true)
 		mu.Lock()
 		pages[scans[i]-1] = pd
 		chars += pd.chars

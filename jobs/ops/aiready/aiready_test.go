@@ -328,7 +328,9 @@ func TestScannedPageFallsBackToOCR(t *testing.T) {
 	d := &aireadytest.Doc{}
 	p := d.NewPage()
 	y := p.Heading(72, 120, 24, "Scanned Heading")
-	p.Paragraph(72, y, 468, 14, "The quick brown fox jumps over the lazy dog while seven harbor lanterns glow.")
+	y = p.Paragraph(72, y, 468, 14, "The quick brown fox jumps over the lazy dog while seven harbor lanterns glow.")
+	y = p.Heading(72, y, 18, "Second Part")
+	p.Bullets(90, y, 14, []string{"first point here", "second point here"})
 	scan := scanned(t, d.Bytes())
 	r := run(t, scan, `{}`)
 	words := strings.Fields("The quick brown fox jumps over the lazy dog while seven harbor lanterns glow.")
@@ -341,8 +343,12 @@ func TestScannedPageFallsBackToOCR(t *testing.T) {
 	if found < len(words)-1 {
 		t.Fatalf("OCR found %d of %d words:\n%s", found, len(words), r.md)
 	}
-	if lineIndex(r.md, "# Scanned Heading") < 0 {
-		t.Fatalf("the scanned heading is not a heading:\n%s", r.md)
+	// Sizes, and so heading levels, are estimated from the words' boxes; bullets are
+	// recognised whatever glyph OCR makes of them.
+	h1, h2 := lineIndex(r.md, "# Scanned Heading"), lineIndex(r.md, "## Second Part")
+	b1, b2 := lineIndex(r.md, "- first point here"), lineIndex(r.md, "- second point here")
+	if h1 < 0 || h2 < 0 || b1 < 0 || !(h1 < h2 && h2 < b1 && b1+1 == b2) {
+		t.Fatalf("structure of the scan (%d %d %d %d):\n%s", h1, h2, b1, b2, r.md)
 	}
 	if r.out.Units != 1 || len(r.chunks.Chunks) == 0 || r.chunks.Chunks[0].Pages[0] != 1 {
 		t.Fatalf("units %d, chunks %+v", r.out.Units, r.chunks.Chunks)

@@ -49,7 +49,7 @@ func analyze(pages []*pageData) *document {
 // continues reports whether b, the first block of a page, carries on the paragraph
 // that ended the page before: same style, no sentence end, a lowercase start.
 func continues(prev, b *block) bool {
-	if prev.kind != kindPara || b.kind != kindPara || b.first != prev.last+1 || math.Abs(prev.size-b.size) > 0.5 || prev.bold != b.bold {
+	if prev.kind != kindPara || b.kind != kindPara || b.first != prev.last+1 || !sameSize(prev.size, b.size) || prev.bold != b.bold {
 		return false
 	}
 	last, _ := utf8.DecodeLastRuneInString(prev.text)

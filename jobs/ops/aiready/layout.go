@@ -548,10 +548,10 @@ func (l *layouter) blocks(lines []line) {
 			cont := false
 			switch cur.kind {
 			case kindItem:
-				cont = gap <= 0.6*size && ln.box.X0 >= cur.x0+0.3*size && math.Abs(ln.size-cur.size) <= 1
+				cont = gap <= 0.6*size && ln.box.X0 >= cur.x0+0.3*size && sameSize(ln.size, cur.size)
 			case kindPara:
 				indented := ln.box.X0-left > 0.8*size && prev.box.X0-left < 0.3*size
-				cont = gap <= 0.6*size && math.Abs(ln.size-cur.size) <= 0.5 && ln.bold == cur.bold && !indented
+				cont = gap <= 0.6*size && sameSize(ln.size, cur.size) && ln.bold == cur.bold && !indented
 			}
 			if cont {
 				parts = append(parts, ln.text)
@@ -567,6 +567,9 @@ func (l *layouter) blocks(lines []line) {
 	}
 	flush()
 }
+
+// sameSize: sizes half a point or 6 % apart are one (recognised text wavers).
+func sameSize(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.5, 0.06*math.Max(a, b)) }
 
 // joinLines joins the lines of a paragraph, mending words hyphenated across lines.
 func joinLines(parts []string) string {

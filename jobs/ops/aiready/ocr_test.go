@@ -21,8 +21,7 @@ const ocrDPI = 300
 
 // TesseractOCR recognises a page with the tesseract CLI, as the OCR engine would: the
 // page rendered at 300 dpi in gray, words with their boxes from tesseract's TSV.
-// Each word becomes a run whose box spans its line's height and whose size is the
-// line's height, so words of one line share a row.
+// Each word becomes a run with its box; its size is left to the engine to estimate.
 func TesseractOCR(pool *pdfium.Pool) aiready.OCRFunc {
 	return func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error) {
 		dir, err := os.MkdirTemp("", "filemill-ocr-")
@@ -58,14 +57,6 @@ func parseTSV(tsv []byte, page, w, h int) (*pdfium.PageText, error) {
 	}
 	const k = 72.0 / ocrDPI
 	pt := &pdfium.PageText{Page: page, Width: float64(w) * k, Height: float64(h) * k}
-	type key struct{ block, par, line int }
-	lines := map[key]pdfium.Rect{}
-	type word struct {
-		key
-		text string
-		box  pdfium.Rect
-	}
-	var words []word
 	for {
 		rec, err := rd.Read()
 		if err == io.EOF {
@@ -82,24 +73,10 @@ func parseTSV(tsv []byte, page, w, h int) (*pdfium.PageText, error) {
 			n[i], _ = strconv.Atoi(rec[i])
 		}
 		conf, _ := strconv.ParseFloat(rec[10], 64)
-		kk := key{n[2], n[3], n[4]}
 		box := pdfium.Rect{X0: float64(n[6]) * k, Y0: float64(n[7]) * k, X1: float64(n[6]+n[8]) * k, Y1: float64(n[7]+n[9]) * k}
-		switch n[0] {
-		case 4:
-			lines[kk] = box
-		case 5:
-			if t := strings.TrimSpace(rec[11]); t != "" && conf >= 0 {
-				words = append(words, word{kk, t, box})
-			}
+		if t := strings.TrimSpace(rec[11]); n[0] == 5 && t != "" && conf >= 0 {
+			pt.Runs = append(pt.Runs, pdfium.TextRun{Text: t, Box: box})
 		}
-	}
-	for _, wd := range words {
-		lb, ok := lines[wd.key]
-		if !ok {
-			lb = wd.box
-		}
-		box := pdfium.Rect{X0: wd.box.X0, Y0: lb.Y0, X1: wd.box.X1, Y1: lb.Y1}
-		pt.Runs = append(pt.Runs, pdfium.TextRun{Text: wd.text, Box: box, FontSize: 0.8 * (lb.Y1 - lb.Y0)})
 	}
 	return pt, nil
 }

@@ -33,9 +33,11 @@ type pageData struct {
 	ocr   bool
 }
 
-func newPageData(pt *pdfium.PageText) *pageData {
-	p := &pageData{page: pt.Page, w: pt.Width, h: pt.Height, rules: pt.Rules}
-	p.segs = buildSegments(pt.Runs, verticalRules(pt.Rules))
+// newPageData reduces a page's text; ocr says its runs are recognised words, whose
+// boxes hug their ink and whose size may be unknown.
+func newPageData(pt *pdfium.PageText, ocr bool) *pageData {
+	p := &pageData{page: pt.Page, w: pt.Width, h: pt.Height, rules: pt.Rules, ocr: ocr}
+	p.segs = buildSegments(pt.Runs, verticalRules(pt.Rules), ocr)
 	for _, s := range p.segs {
 		p.chars += s.chars
 	}
@@ -62,7 +64,7 @@ type run struct {
 
 // buildSegments groups runs into rows (boxes overlapping vertically by half the
 // smaller height) and each row into segments.
-func buildSegments(runs []pdfium.TextRun, vrules []rect) []*segment {
+func buildSegments(runs []pdfium.TextRun, vrules []rect, ocr bool) []*segment {
 	rs := make([]run, 0, len(runs))
 	for _, r := range runs {
 		t := clean(r.Text)
@@ -71,7 +73,7 @@ func buildSegments(runs []pdfium.TextRun, vrules []rect) []*segment {
 		}
 		size := r.FontSize
 		if size <= 0 || math.IsNaN(size) || math.IsInf(size, 0) {
-			size = r.Box.Y1 - r.Box.Y0
+			size = inkSize(t, r.Box.Y1-r.Box.Y0)
 		}
 		rs = append(rs, run{text: t, box: r.Box, size: size, bold: r.Bold, italic: r.Italic, n: utf8.RuneCountInString(t)})
 	}
@@ -85,11 +87,69 @@ func buildSegments(runs []pdfium.TextRun, vrules []rect) []*segment {
 			j++
 		}
 		line := rs[i:j]
+		if ocr {
+			row = evenRow(line)
+		}
 		slices.SortStableFunc(line, func(a, b run) int { return cmpF(a.box.X0, b.box.X0) })
 		out = appendRowSegments(out, line, row, vrules)
 		i = j
 	}
 	return out
+}
+
+// Proportions of a typical text face, in ems: the height of capitals and ascenders,
+// of lowercase letters without them, and the depth of descenders.
+const (
+	emAscender  = 0.72
+	emXHeight   = 0.52
+	emDescender = 0.21
+)
+
+func ascends(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.IsUpper(r) || unicode.IsDigit(r) || strings.ContainsRune("bdfhiklt()[]{}|/\\!?'\"#$%&@", r) || r > 0x7f && unicode.IsLetter(r)
+	}) >= 0
+}
+
+func descends(s string) bool { return strings.ContainsAny(s, "gjpqyQ()[]{}|,;@$") }
+
+// inkSize is the font size of a word whose ink is h high: its height in ems follows
+// from its letters.
+func inkSize(text string, h float64) float64 {
+	top := emXHeight
+	if ascends(text) {
+		top = emAscender
+	}
+	if descends(text) {
+		top += emDescender
+	}
+	return h / top
+}
+
+// evenRow gives the recognised words of one row one size (their median) and one
+// box from the row's baseline, as a PDF's text layer would: neighbouring rows then
+// stand as far apart as typeset lines do.
+func evenRow(line []run) rect {
+	sizes := make([]float64, len(line))
+	for i, r := range line {
+		sizes[i] = r.size
+	}
+	size := median(sizes)
+	bases := make([]float64, len(line))
+	for i, r := range line {
+		bases[i] = r.box.Y1
+		if descends(r.text) {
+			bases[i] -= emDescender * size
+		}
+	}
+	base := median(bases)
+	row := rect{X0: math.Inf(1), Y0: base - 0.9*size, X1: math.Inf(-1), Y1: base + 0.25*size}
+	for i := range line {
+		line[i].size = size
+		line[i].box.Y0, line[i].box.Y1 = row.Y0, row.Y1
+		row.X0, row.X1 = math.Min(row.X0, line[i].box.X0), math.Max(row.X1, line[i].box.X1)
+	}
+	return row
 }
 
 func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*segment {
@@ -148,6 +208,11 @@ func mergeMarkers(out []*segment, n int) []*segment {
 	start := len(out) - n
 	for i := len(out) - 2; i >= start; i-- {
 		m, next := out[i], out[i+1]
+		if r, n := utf8.DecodeRuneInString(m.text); n == len(m.text) && strings.ContainsRune(misreadBullets, r) &&
+			i == start && next.box.X0-m.box.X1 >= 0.5*m.size {
+			// Recognisers read bullets as one of these.
+			m.text = "•"
+		}
 		if _, _, _, ok := listMarker(m.text + " x"); !ok || strings.Contains(m.text, " ") {
 			continue
 		}
@@ -161,6 +226,10 @@ func mergeMarkers(out []*segment, n int) []*segment {
 	}
 	return out
 }
+
+// misreadBullets are what OCR makes of a bullet: alone at the start of a row and set
+// apart from the text after it, they are taken for one.
+const misreadBullets = "¢«»°©®eo*>■□●○◦▪"
 
 func ruleBetween(vrules []rect, x0, x1 float64, row rect) bool {
 	for _, r := range vrules {
