@@ -169,11 +169,14 @@ func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*s
 		}
 		cur = nil
 	}
-	for _, r := range line {
+	for i, r := range line {
 		if cur != nil {
 			size := math.Max(cur.size, r.size)
 			gap := r.box.X0 - cur.box.X1
-			if gap > 1.0*size || gap < -2*size || ruleBetween(vrules, cur.box.X1, r.box.X0, row) {
+			// A lone glyph set apart at the start of a row may be a bullet: kept apart.
+			bullet := i == 1 && utf8.RuneCountInString(line[0].text) == 1 && gap >= 0.5*size &&
+				strings.ContainsAny(line[0].text, misreadBullets+"•-–*·")
+			if gap > 1.0*size || gap < -2*size || bullet || ruleBetween(vrules, cur.box.X1, r.box.X0, row) {
 				flush()
 			} else if gap > 0.12*size && !strings.HasSuffix(sb.String(), " ") && !strings.HasPrefix(r.text, " ") {
 				sb.WriteByte(' ')
@@ -299,7 +302,7 @@ func listMarker(s string) (marker, rest string, ordered, ok bool) {
 	case '•', '◦', '▪', '▫', '‣', '⁃', '○', '●', '■', '□', '➢', '►', '▶', '✓', '✔', '∙', '·', '\uf0b7', '\uf0a7':
 		rest = strings.TrimSpace(s[n:])
 		return "-", rest, false, rest != ""
-	case '-', '–', '—', '*', '+':
+	case '-', '–', '—', '*', '+', '¢', '«', '»', '°', '©', '®': // the last six: bullets as OCR reads them
 		if len(s) > n && s[n] == ' ' {
 			rest = strings.TrimSpace(s[n:])
 			return "-", rest, false, rest != ""
