@@ -524,3 +524,31 @@ func TestLibreOfficeDocument(t *testing.T) {
 	}
 	mustLine(t, md, "This review covers the harbor project and its lanterns in some detail, with the results below.")
 }
+
+// Nested and numbered lists: depth from the markers' indents, numbers kept.
+func TestNestedAndNumberedLists(t *testing.T) {
+	d := &aireadytest.Doc{}
+	p := d.NewPage()
+	y := p.Paragraph(72, 100, 468, 11, aireadytest.Prose("lead", 1, 2))
+	for _, it := range []struct {
+		x      float64
+		marker string
+		text   string
+	}{{90, "•", "Fruit"}, {110, "–", "Apples and pears"}, {110, "–", "Plums"}, {90, "•", "Vegetables"}} {
+		p.Text(it.x, y, aireadytest.Regular, 11, it.marker)
+		p.Text(it.x+16, y, aireadytest.Regular, 11, it.text)
+		y += 15
+	}
+	y += 10
+	for i, s := range []string{"Open the valve", "Wait for the signal", "Close the valve"} {
+		p.Text(90, y, aireadytest.Regular, 11, fmt.Sprintf("%d.", i+1))
+		p.Text(108, y, aireadytest.Regular, 11, s)
+		y += 15
+	}
+	p.Paragraph(72, y+10, 468, 11, aireadytest.Prose("tail", 1, 2))
+	r := run(t, d.Bytes(), `{}`)
+	want := "- Fruit\n    - Apples and pears\n    - Plums\n- Vegetables\n\n1. Open the valve\n2. Wait for the signal\n3. Close the valve\n\n"
+	if !strings.Contains(r.md, want) {
+		t.Fatalf("lists:\n%s\nwant:\n%s", r.md, want)
+	}
+}

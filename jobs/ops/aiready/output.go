@@ -94,9 +94,10 @@ func writeRow(b *strings.Builder, r []string) {
 	}
 }
 
-// separator is what goes between two blocks: list items sit on consecutive lines.
+// separator is what goes between two blocks: the items of one list sit on
+// consecutive lines; a numbered list after a bulleted one (or the reverse) is another.
 func separator(prev, next *block) string {
-	if prev.kind == kindItem && next.kind == kindItem {
+	if prev.kind == kindItem && next.kind == kindItem && (next.level > 0 || prev.ordered == next.ordered) {
 		return "\n"
 	}
 	return "\n\n"
