@@ -552,3 +552,97 @@ func TestNestedAndNumberedLists(t *testing.T) {
 		t.Fatalf("lists:\n%s\nwant:\n%s", r.md, want)
 	}
 }
+
+// libreOfficePDF converts a document with LibreOffice in a profile of its own.
+func libreOfficePDF(t *testing.T, name, content string, args ...string) []byte {
+	t.Helper()
+	mustTool(t, "soffice", "libreoffice-writer-nogui")
+	dir := t.TempDir()
+	src := filepath.Join(dir, name)
+	if err := os.WriteFile(src, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("soffice", append(append([]string{"-env:UserInstallation=file://" + filepath.Join(dir, "profile"), "--headless"},
+		args...), "--convert-to", "pdf", "--outdir", dir, src)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("soffice: %v %s", err, b)
+	}
+	pdf, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(name, filepath.Ext(name))+".pdf"))
+	if err != nil {
+		t.Fatalf("soffice wrote no PDF: %v", err)
+	}
+	return pdf
+}
+
+// fieldReport is a flat OpenDocument text: headings of three levels, a section in two
+// columns, a running header and a footer with a page-number field, over four pages.
+func fieldReport() string {
+	var body strings.Builder
+	para := func(tag string, i, n int) {
+		fmt.Fprintf(&body, `<text:p text:style-name="Body">%s</text:p>`, aireadytest.Prose(fmt.Sprintf("%s%d", tag, i), 1, n))
+	}
+	body.WriteString(`<text:h text:style-name="H1" text:outline-level="1">Field Report</text:h>`)
+	for i := 1; i <= 3; i++ {
+		para("intro", i, 6)
+	}
+	body.WriteString(`<text:h text:style-name="H2" text:outline-level="2">Observations</text:h><text:section text:style-name="Cols" text:name="Cols">`)
+	for i := 1; i <= 6; i++ {
+		para("col", i, 5)
+	}
+	body.WriteString(`</text:section><text:h text:style-name="H3" text:outline-level="3">Closing Notes</text:h>`)
+	for i := 1; i <= 20; i++ {
+		para("tail", i, 5)
+	}
+	return `<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.text">
+<office:styles>
+<style:style style:name="Body" style:family="paragraph"><style:paragraph-properties fo:margin-top="0in" fo:margin-bottom="0.1in" fo:text-align="justify"/><style:text-properties style:font-name="Liberation Serif" fo:font-family="'Liberation Serif'" fo:font-size="11pt"/></style:style>
+<style:style style:name="H1" style:family="paragraph"><style:paragraph-properties fo:margin-top="0.17in" fo:margin-bottom="0.08in"/><style:text-properties fo:font-family="'Liberation Sans'" fo:font-size="20pt" fo:font-weight="bold"/></style:style>
+<style:style style:name="H2" style:family="paragraph"><style:paragraph-properties fo:margin-top="0.14in" fo:margin-bottom="0.08in"/><style:text-properties fo:font-family="'Liberation Sans'" fo:font-size="16pt" fo:font-weight="bold"/></style:style>
+<style:style style:name="H3" style:family="paragraph"><style:paragraph-properties fo:margin-top="0.14in" fo:margin-bottom="0.08in"/><style:text-properties fo:font-family="'Liberation Sans'" fo:font-size="13pt" fo:font-weight="bold"/></style:style>
+</office:styles>
+<office:automatic-styles>
+<style:style style:name="Cols" style:family="section"><style:section-properties><style:columns fo:column-count="2" fo:column-gap="0.4in"/></style:section-properties></style:style>
+<style:page-layout style:name="pm1"><style:page-layout-properties fo:page-width="8.5in" fo:page-height="11in" fo:margin-top="0.6in" fo:margin-bottom="0.6in" fo:margin-left="1in" fo:margin-right="1in"/><style:header-style/><style:footer-style/></style:page-layout>
+</office:automatic-styles>
+<office:master-styles><style:master-page style:name="Standard" style:page-layout-name="pm1">
+<style:header><text:p>Northwind Field Services</text:p></style:header>
+<style:footer><text:p>Confidential draft, page <text:page-number text:select-page="current"/></text:p></style:footer>
+</style:master-page></office:master-styles>
+<office:body><office:text>` + body.String() + `</office:text></office:body></office:document>`
+}
+
+// A LibreOffice document with a running header, a footer carrying the page number,
+// and a two-column section read column by column.
+func TestLibreOfficeColumnsAndFooters(t *testing.T) {
+	pdf := libreOfficePDF(t, "report.fodt", fieldReport())
+	r := run(t, pdf, `{"chunk_size":1000}`)
+	md := r.md
+	if r.out.Units < 3 {
+		t.Fatalf("%d pages; the document should run over three or more", r.out.Units)
+	}
+	h1, h2, h3 := mustLine(t, md, "# Field Report"), mustLine(t, md, "## Observations"), mustLine(t, md, "### Closing Notes")
+	if !(h1 < h2 && h2 < h3) {
+		t.Fatalf("headings out of order:\n%s", md)
+	}
+	prev := -1
+	for _, tag := range []string{"intro1", "intro2", "intro3", "col1", "col2", "col3", "col4", "col5", "col6", "tail1", "tail10", "tail20"} {
+		n := 6
+		if strings.HasPrefix(tag, "col") || strings.HasPrefix(tag, "tail") {
+			n = 5
+		}
+		i := lineIndex(md, aireadytest.Prose(tag, 1, n))
+		if i <= prev {
+			t.Fatalf("paragraph %s is not whole on its own line after the one before (line %d, previous %d):\n%s", tag, i, prev, md)
+		}
+		prev = i
+	}
+	if i := lineIndex(md, aireadytest.Prose("col6", 1, 5)); i > h3 {
+		t.Fatalf("the columns' last paragraph comes after the heading below them:\n%s", md)
+	}
+	for _, furniture := range []string{"Northwind", "Confidential", "page 1", "page 2"} {
+		if strings.Contains(md, furniture) {
+			t.Fatalf("%q survived:\n%s", furniture, md)
+		}
+	}
+}

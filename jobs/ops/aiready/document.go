@@ -35,7 +35,7 @@ func analyze(pages []*pageData) *document {
 				prev := d.blocks[n-1]
 				prev.text = joinLines([]string{prev.text, b.text})
 				prev.lines += b.lines
-				prev.last = b.last
+				prev.last, prev.leaf = b.last, b.leaf
 				continue
 			}
 			d.blocks = append(d.blocks, b)
@@ -46,10 +46,11 @@ func analyze(pages []*pageData) *document {
 	return d
 }
 
-// continues reports whether b, the first block of a page, carries on the paragraph
-// that ended the page before: same style, no sentence end, a lowercase start.
+// continues reports whether b, first of a column or a page, carries on the paragraph
+// that ended the column or page before: same style, no sentence end, a lowercase start.
 func continues(prev, b *block) bool {
-	if prev.kind != kindPara || b.kind != kindPara || b.first != prev.last+1 || !sameSize(prev.size, b.size) || prev.bold != b.bold {
+	next := b.first == prev.last+1 || b.first == prev.last && b.leaf != prev.leaf
+	if prev.kind != kindPara || b.kind != kindPara || !next || !sameSize(prev.size, b.size) || prev.bold != b.bold {
 		return false
 	}
 	last, _ := utf8.DecodeLastRuneInString(prev.text)

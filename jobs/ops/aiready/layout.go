@@ -32,8 +32,10 @@ type block struct {
 	marker  string // a list item's marker: "-" or its own ("3.", "a)")
 	ordered bool
 	x0      float64
-	// first and last are the pages the block comes from.
+	// first and last are the pages the block comes from; leaf numbers the column
+	// (within its page) that it was read from.
 	first, last int
+	leaf        int
 }
 
 // item is what reading order is decided on: a segment, or a table found by its rules.
@@ -49,6 +51,7 @@ type layouter struct {
 	body   float64 // the document's body text size
 	minGap float64 // the narrowest gutter between columns
 	out    []*block
+	leaves int
 }
 
 // layout turns a page's segments and rules into blocks in reading order.
@@ -160,7 +163,7 @@ func (l *layouter) cut(items []*item) {
 		cand := &group{cover: merged}
 		curG := len(cur.gutters(l.minGap)) > 0
 		bG := len((&group{cover: b.cover}).gutters(l.minGap)) > 0
-		if len(cand.gutters(l.minGap)) > 0 || (!curG && !bG) {
+		if (len(cand.gutters(l.minGap)) > 0 && !(curG && l.belowColumns(cur, b))) || (!curG && !bG) {
 			cur.items = append(cur.items, b.items...)
 			cur.bands++
 			cur.cover = merged
@@ -183,6 +186,34 @@ func (l *layouter) cut(items []*item) {
 			}
 		}
 	}
+}
+
+// belowColumns reports a band under a group's columns rather than in one of them: it
+// sits in one column, every other column has ended above it, and it stands further
+// below its own column's text than a line or paragraph would (a heading or a line
+// after a multi-column section).
+func (l *layouter) belowColumns(g *group, b *band) bool {
+	gut := g.gutters(l.minGap)
+	col := func(it *item) int {
+		return sort.Search(len(gut), func(i int) bool { return gut[i].x0 >= it.box.X1-0.01 })
+	}
+	top, bottom := math.Inf(1), math.Inf(-1)
+	c := col(b.items[0])
+	for _, it := range b.items {
+		if col(it) != c {
+			return false
+		}
+		top, bottom = math.Min(top, it.box.Y0), math.Max(bottom, it.box.Y1)
+	}
+	own := math.Inf(-1)
+	for _, it := range g.items {
+		if col(it) == c {
+			own = math.Max(own, it.box.Y1)
+		} else if it.box.Y1 > top {
+			return false
+		}
+	}
+	return top-own > 0.9*(bottom-top)
 }
 
 func splitColumns(items []*item, gut []span) [][]*item {
@@ -462,6 +493,7 @@ type line struct {
 
 // leaf reads a single column: its items in lines top to bottom, the lines in blocks.
 func (l *layouter) leaf(items []*item) {
+	l.leaves++
 	slices.SortFunc(items, func(a, b *item) int { return cmpF((a.box.Y0+a.box.Y1)/2, (b.box.Y0+b.box.Y1)/2) })
 	var lines []line
 	var pending []*item
@@ -519,9 +551,9 @@ func (l *layouter) blocks(lines []line) {
 	if len(lines) == 0 {
 		return
 	}
-	left := math.Inf(1)
+	left, right := math.Inf(1), math.Inf(-1)
 	for _, ln := range lines {
-		left = math.Min(left, ln.box.X0)
+		left, right = math.Min(left, ln.box.X0), math.Max(right, ln.box.X1)
 	}
 	var cur *block
 	var parts []string
@@ -539,7 +571,7 @@ func (l *layouter) blocks(lines []line) {
 		if marker, rest, ordered, ok := listMarker(ln.text); ok && ln.size < 1.12*l.body {
 			flush()
 			cur = &block{kind: kindItem, marker: marker, ordered: ordered, size: ln.size, bold: ln.bold, lines: 1,
-				x0: ln.box.X0, first: l.page, last: l.page}
+				x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
 			parts = append(parts, rest)
 			prev = ln
 			continue
@@ -551,7 +583,8 @@ func (l *layouter) blocks(lines []line) {
 				cont = gap <= 0.6*size && ln.box.X0 >= cur.x0+0.3*size && sameSize(ln.size, cur.size)
 			case kindPara:
 				indented := ln.box.X0-left > 0.8*size && prev.box.X0-left < 0.3*size
-				cont = gap <= 0.6*size && sameSize(ln.size, cur.size) && ln.bold == cur.bold && !indented
+				cont = gap <= 0.6*size && sameSize(ln.size, cur.size) && ln.bold == cur.bold && !indented &&
+					!endsParagraph(prev, ln, right)
 			}
 			if cont {
 				parts = append(parts, ln.text)
@@ -561,11 +594,25 @@ func (l *layouter) blocks(lines []line) {
 			}
 		}
 		flush()
-		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page}
+		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
 		parts = append(parts, ln.text)
 		prev = ln
 	}
 	flush()
+}
+
+// endsParagraph reports a paragraph ended by prev though no space follows it: prev
+// closes a sentence, and the first word of ln would have fitted in the room left at
+// its end (a line is only broken early where the writer broke it).
+func endsParagraph(prev, ln line, right float64) bool {
+	last, _ := utf8.DecodeLastRuneInString(prev.text)
+	if !strings.ContainsRune(".!?:\"”)", last) || ln.chars == 0 {
+		return false
+	}
+	word, _, _ := strings.Cut(ln.text, " ")
+	perChar := (ln.box.X1 - ln.box.X0) / float64(utf8.RuneCountInString(ln.text))
+	need := perChar * float64(utf8.RuneCountInString(word)+1)
+	return right-prev.box.X1 > need*1.1
 }
 
 // sameSize: sizes half a point or 6 % apart are one (recognised text wavers).
