@@ -68,9 +68,9 @@ func BenchmarkAIReady(b *testing.B) {
 		if err := run(-1); err != nil { // warm-up, and the structure checked once more
 			b.Fatal(err)
 		}
-		cpu0 := cpuTime()
+		cpu0 := cpuTime(syscall.RUSAGE_SELF)
 		ours := side(b, iter, run) * float64(n)
-		cpu := cpuTime() - cpu0
+		cpu := cpuTime(syscall.RUSAGE_SELF) - cpu0
 		theirs := side(b, iter, poppler) * float64(n)
 		b.ReportMetric(ours, "engine-pages/s")
 		// CPU time per page holds on a busy machine, where wall-clock rates do not.
@@ -79,15 +79,6 @@ func BenchmarkAIReady(b *testing.B) {
 		b.ReportMetric(ours/theirs, "x-pdftotext")
 		b.ReportMetric(0, "ns/op")
 	}
-}
-
-// cpuTime is the CPU time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // checkReport checks the markdown of aireadytest.Report(n) keeps its structure: every
