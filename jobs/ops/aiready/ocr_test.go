@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/filemill/filemill/jobs/ops/aiready"
@@ -21,7 +20,7 @@ const ocrDPI = 300
 
 // TesseractOCR recognises a page with the tesseract CLI, as the OCR engine would: the
 // page rendered at 300 dpi in gray, words with their boxes from tesseract's TSV.
-// Each word becomes a run with its box; its size is left to the engine to estimate.
+// The words go through PageFromWords, as the OCR engine's words would.
 func TesseractOCR(pool *pdfium.Pool) aiready.OCRFunc {
 	return func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error) {
 		dir, err := os.MkdirTemp("", "filemill-ocr-")
@@ -55,8 +54,7 @@ func parseTSV(tsv []byte, page, w, h int) (*pdfium.PageText, error) {
 	if _, err := rd.Read(); err != nil { // header
 		return nil, fmt.Errorf("tesseract TSV: %w", err)
 	}
-	const k = 72.0 / ocrDPI
-	pt := &pdfium.PageText{Page: page, Width: float64(w) * k, Height: float64(h) * k}
+	var words []aiready.Word
 	for {
 		rec, err := rd.Read()
 		if err == io.EOF {
@@ -73,12 +71,11 @@ func parseTSV(tsv []byte, page, w, h int) (*pdfium.PageText, error) {
 			n[i], _ = strconv.Atoi(rec[i])
 		}
 		conf, _ := strconv.ParseFloat(rec[10], 64)
-		box := pdfium.Rect{X0: float64(n[6]) * k, Y0: float64(n[7]) * k, X1: float64(n[6]+n[8]) * k, Y1: float64(n[7]+n[9]) * k}
-		if t := strings.TrimSpace(rec[11]); n[0] == 5 && t != "" && conf >= 0 {
-			pt.Runs = append(pt.Runs, pdfium.TextRun{Text: t, Box: box})
+		if n[0] == 5 && conf >= 0 {
+			words = append(words, aiready.Word{Text: rec[11], BBox: [4]int{n[6], n[7], n[6] + n[8], n[7] + n[9]}})
 		}
 	}
-	return pt, nil
+	return aiready.PageFromWords(page, w, h, ocrDPI, words), nil
 }
 
 func mustTool(t *testing.T, name, pkg string) {
