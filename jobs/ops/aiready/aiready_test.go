@@ -16,6 +16,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/aiready/aireadytest"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
@@ -643,6 +644,60 @@ func TestLibreOfficeColumnsAndFooters(t *testing.T) {
 	for _, furniture := range []string{"Northwind", "Confidential", "page 1", "page 2"} {
 		if strings.Contains(md, furniture) {
 			t.Fatalf("%q survived:\n%s", furniture, md)
+		}
+	}
+}
+
+// The ai-ready preset as the catalog would declare it, with the convert and ocr
+// operations: an office document is converted first, an image recognised into a
+// searchable PDF, a PDF read as it is; chunk_size reaches the extraction.
+func TestPresetWithConvertAndOCR(t *testing.T) {
+	reg := domain.NewRegistry()
+	for _, specs := range catalog.Operations() {
+		if err := reg.AddOperations(specs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.AddOperations(aiready.Specs()...); err != nil {
+		t.Fatal(err)
+	}
+	toPDF := []string{"doc", "docx", "odt", "rtf", "xls", "xlsx", "ods", "csv", "ppt", "pptx", "odp", "html", "md", "txt"}
+	err := reg.AddPreset(aiready.Preset(
+		domain.StepSpec{Name: "convert", Operation: "convert", Options: `{"format":"pdf"}`, When: toPDF, Intermediate: true},
+		domain.StepSpec{Name: "ocr", Operation: "ocr", Options: `{"outputs":["pdf"]}`, When: []string{"image/*"}, Intermediate: true},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := reg.Preset("ai-ready")
+	for _, c := range []struct {
+		f     domain.Format
+		steps string
+	}{
+		{domain.Format{Extension: "docx", MIMEType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}, "convert,extract"},
+		{domain.Format{Extension: "png", MIMEType: "image/png"}, "ocr,extract"},
+		{domain.Format{Extension: "pdf", MIMEType: "application/pdf"}, "extract"},
+	} {
+		var names []string
+		for _, st := range p.Pipeline(c.f) {
+			names = append(names, st.Name)
+		}
+		if strings.Join(names, ",") != c.steps || !p.Accepts(c.f) {
+			t.Fatalf("%s: steps %v, accepted %v; want %s", c.f.Extension, names, p.Accepts(c.f), c.steps)
+		}
+	}
+	canon, err := p.ValidateOptions(json.RawMessage(`{"chunk_size":750}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := p.Pipeline(domain.Format{Extension: "docx"})
+	for _, st := range steps {
+		opts, err := st.StepOptions(canon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]string{"convert": `{"format":"pdf"}`, "extract": `{"chunk_size":750}`}[st.Name]; string(opts) != want {
+			t.Fatalf("step %s runs with %s, want %s", st.Name, opts, want)
 		}
 	}
 }
