@@ -38,6 +38,11 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		if pool, err = pdfium.New(pc); err != nil {
 			return nil, err
 		}
+		// Compile PDFium now (from the cache after the first start), not in a first job
+		// or the first engine check.
+		if err := pool.Start(); err != nil {
+			return nil, err
+		}
 		return pool, nil
 	}
 	// The OCR engine also serves ai-ready's scanned pages: one set of loaded language data.
