@@ -15,6 +15,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -100,7 +101,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		o.cfg(&cfg)
 	}
 	s.svc = domain.NewServices(cfg, domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Engines: s.engines})
+		Engines: s.engines, Limiter: ratelimit.New(s.rdb), Log: discardLogger()})
 	if s.org, err = s.svc.Organizations.Bootstrap(ctx, "bench", "bench", 1<<40); err != nil {
 		tb.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		ProjectID: s.org.Project.ID, Environment: domain.EnvLive, RateLimit: 1 << 30}); err != nil {
 		tb.Fatal(err)
 	}
-	api := rest.NewServer(rest.DefaultConfig(), s.svc, rest.NewRedisRateLimiter(s.rdb), discardLogger())
+	api := rest.NewServer(rest.DefaultConfig(), s.svc, discardLogger())
 	s.srv = httptest.NewServer(api.Handler())
 	tb.Cleanup(s.srv.Close)
 	return s

@@ -1,8 +1,13 @@
 package domain
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 )
 
 // Error codes of the /v1 contract (interface.md section 7). The REST door maps each to
@@ -111,14 +116,11 @@ func NotFound(kind string) *Error {
 // ErrNotFound is returned by stores for a missing row; services turn it into NotFound.
 var ErrNotFound = errors.New("not found")
 
-// ErrorCode returns the contract code of err, falling back to internal_error.
+// ErrorCode returns the contract code of err (as ErrorOf decides it), falling back to
+// internal_error.
 func ErrorCode(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e := ErrorOf(err); e != nil {
 		return e.Code
-	}
-	if errors.Is(err, ErrNotFound) {
-		return CodeNotFound
 	}
 	return CodeInternal
 }
@@ -145,3 +147,92 @@ var (
 	ErrStaleJob  = errors.New("job moved since it was read")
 	ErrDuplicate = errors.New("duplicate")
 )
+
+// ErrUnavailable marks a failure to reach a dependency — the database, storage, Redis —
+// as opposed to a fault of the request or a bug: the request could not be served now and
+// may be served when retried. The packages that speak to a dependency wrap their
+// connection failures with Unavailable; both doors answer them with
+// dependency_unavailable (ErrorOf).
+var ErrUnavailable = errors.New("dependency unavailable")
+
+// UnavailableRetryAfter is the wait, in seconds, a client is told after
+// dependency_unavailable: about how long a restarting database or store takes to answer
+// again; every retry costs us only a failed dial.
+const UnavailableRetryAfter = 2
+
+// UnavailableError is a failure to reach a dependency. It is ErrUnavailable
+// (errors.Is) and unwraps to the failure itself.
+type UnavailableError struct {
+	Dependency string // "database", "storage", "redis"
+	Err        error
+}
+
+func (e *UnavailableError) Error() string { return e.Dependency + " unavailable: " + e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes an UnavailableError match ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unavailable marks err as a failure to reach dependency; nil stays nil, and an error
+// already marked is returned as it is.
+func Unavailable(dependency string, err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return &UnavailableError{Dependency: dependency, Err: err}
+}
+
+// Unreachable reports whether err is a failure of the network path to a dependency: a
+// dial that was refused or timed out, a connection reset, broken or closed under us, an
+// address that does not resolve. It is the classifier the packages that speak to a
+// dependency share (each adds its own protocol's codes); a request's own deadline or
+// cancellation is not one.
+func Unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	if errors.As(err, &op) || errors.As(err, &dns) {
+		return true
+	}
+	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
+		syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT, net.ErrClosed, os.ErrDeadlineExceeded, io.ErrUnexpectedEOF} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorOf returns the contract error a door shows for err: err's own *Error; not_found
+// for a missing row; dependency_unavailable, with a Retry-After, when a dependency could
+// not be reached; timeout when the request ran out of its time. Anything else is nil:
+// the door logs it and shows a plain internal_error.
+func ErrorOf(err error) *Error {
+	if e := AsError(err); e != nil {
+		return e
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound):
+		return NotFound("resource")
+	case errors.Is(err, ErrUnavailable):
+		what := "a service this request needs"
+		var ue *UnavailableError
+		if errors.As(err, &ue) && ue.Dependency != "" {
+			what = "the " + ue.Dependency
+		}
+		return &Error{Code: CodeDependencyUnavailable, RetryAfter: UnavailableRetryAfter,
+			Message: what + " cannot be reached right now; retry shortly"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Message: "the request took longer than its deadline"}
+	}
+	return nil
+}

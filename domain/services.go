@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -21,6 +22,10 @@ type Config struct {
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
 	AuthCacheTTL time.Duration
+	// IdempotencyLease is how long a request's claim of its Idempotency-Key outlives its
+	// holder's last renewal (renewed five times per lease while the request runs): a
+	// retry takes over the claim of a request whose process died this long after it died.
+	IdempotencyLease time.Duration
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -33,6 +38,7 @@ func DefaultConfig() Config {
 		UploadURLTTL:            time.Hour,
 		UploadSessionTTL:        24 * time.Hour,
 		IdempotencyTTL:          24 * time.Hour,
+		IdempotencyLease:        5 * time.Second,
 		MaxWebhookEndpoints:     20,
 		AuthCacheTTL:            time.Second,
 	}
@@ -53,6 +59,8 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
+	case c.IdempotencyLease < 10*time.Millisecond || c.IdempotencyLease > time.Minute:
+		return errors.New("the idempotency lease must be between 10ms and 1m")
 	}
 	return nil
 }
@@ -70,10 +78,13 @@ type Services struct {
 	Files         *Files
 	Uploads       *Uploads
 	Usage         *Usage
+	RateLimits    *RateLimits
+	Log           *slog.Logger
 }
 
-// Deps are the ports the services run on. Blobs, Fetcher, Queue and Engines may be
-// nil in processes that touch no bytes and run no jobs (admin commands).
+// Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines and Limiter
+// may be nil in processes that touch no bytes, run no jobs and serve no requests (admin
+// commands). Log defaults to slog's default logger.
 type Deps struct {
 	Store   Store
 	Clock   Clock
@@ -81,6 +92,8 @@ type Deps struct {
 	Fetcher Fetcher
 	Queue   Queue
 	Engines map[string]Engine
+	Limiter RateLimiter
+	Log     *slog.Logger
 }
 
 // NewServices wires the services over their ports.
@@ -88,8 +101,11 @@ func NewServices(cfg Config, d Deps) *Services {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
 	store, clock := d.Store, d.Clock
-	s := &Services{Config: cfg, Store: store, Clock: clock}
+	s := &Services{Config: cfg, Store: store, Clock: clock, Log: d.Log}
 	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
@@ -101,6 +117,7 @@ func NewServices(cfg Config, d Deps) *Services {
 	metered := ok && m.MetersEgress()
 	s.Usage = &Usage{Store: store, Clock: clock, EgressAtServe: metered}
 	s.Files.Usage = s.Usage
+	s.RateLimits = NewRateLimits(d.Limiter, cfg.DefaultRateLimit, clock, d.Log)
 	return s
 }
 

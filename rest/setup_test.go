@@ -22,6 +22,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/rest/openapitest"
@@ -54,6 +55,8 @@ type setupOpts struct {
 	engine func(domain.Engine) domain.Engine
 	// store, when set, wraps the real store the services use (to inject a fault).
 	store func(domain.Store) domain.Store
+	// log receives the services' log; nil is slog's default.
+	log *slog.Logger
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -89,8 +92,8 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		svcStore = o.store(store)
 	}
 	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Engines: map[string]domain.Engine{"inspect": engine}})
-	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		Engines: map[string]domain.Engine{"inspect": engine}, Limiter: ratelimit.New(rdb), Log: o.log})
+	api := rest.NewServer(rest.DefaultConfig(), svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	if o.worker {

@@ -20,6 +20,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
@@ -124,7 +125,7 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	a.queue = jobs.NewQueue(a.redisOpt)
 	fetcher := fetch.New(fetch.Config{AllowCIDRs: cfg.OutboundAllowCIDRs})
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
-		Fetcher: fetcher, Engines: engines(cfg)})
+		Fetcher: fetcher, Engines: engines(cfg), Limiter: ratelimit.New(a.redis), Log: a.log})
 	return a, nil
 }
 
@@ -202,7 +203,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 			RequestTimeout:  30 * time.Second,
 			ReadinessChecks: a.readinessChecks(),
 			QueueDepth:      queueDepthFunc(a),
-		}, a.svc, rest.NewRedisRateLimiter(a.redis), log)
+		}, a.svc, log)
 		servers = append(servers, listen(cfg.Addr, api.Handler(), "api", log, errc))
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
