@@ -43,6 +43,8 @@ type bundle struct {
 	// Organization A with a live and a test key, organization B with a live key.
 	orgA, orgB         *domain.Bootstrap
 	liveA, testA, keyB string
+	// dbProxy stands between the services and PostgreSQL when setupOpts.proxyDB is set.
+	dbProxy *tcpProxy
 }
 
 type setupOpts struct {
@@ -57,22 +59,30 @@ type setupOpts struct {
 	store func(domain.Store) domain.Store
 	// log receives the services' log; nil is slog's default.
 	log *slog.Logger
+	// proxyDB puts a TCP proxy between the services and PostgreSQL (bundle.dbProxy),
+	// to take the database away.
+	proxyDB bool
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	store := dbtest.Open(t, dbtest.Postgres(t))
+	var o setupOpts
+	for _, x := range opts {
+		o = x
+	}
+	dbURL := dbtest.Postgres(t)
+	var proxy *tcpProxy
+	if o.proxyDB {
+		proxy, dbURL = proxied(t, dbURL)
+	}
+	store := dbtest.Open(t, dbURL)
 	ropt, err := redis.ParseURL(redistest.URL(t))
 	require.NoError(t, err)
 	rdb := redis.NewClient(ropt)
 	t.Cleanup(func() { rdb.Close() })
 
 	cfg := domain.DefaultConfig()
-	var o setupOpts
-	for _, x := range opts {
-		o = x
-	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -106,7 +116,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		t.Cleanup(w.Shutdown)
 	}
 
-	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt,
+	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt, dbProxy: proxy,
 		client: openapitest.New(t).Client(http.DefaultTransport)}
 	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 100)
 	require.NoError(t, err)
@@ -142,6 +152,8 @@ type req struct {
 	method, path, key, idem string
 	body                    any
 	header                  map[string]string
+	// added are header values sent besides those (a header sent twice).
+	added http.Header
 }
 
 func (b *bundle) do(r req) response {
@@ -169,6 +181,11 @@ func (b *bundle) do(r req) response {
 	}
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
+	}
+	for k, vs := range r.added {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
 	}
 	resp, err := b.client.Do(hr)
 	require.NoError(b.t, err)
