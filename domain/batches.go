@@ -54,11 +54,16 @@ func (s *Jobs) authorizeBatch(ctx context.Context, p *Principal, req BatchReques
 		}
 		seen[id] = i
 	}
-	op, err := resolveOperation(p, req.Operation, req.Preset)
+	op, err := s.resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
 		return nil, err
 	}
-	adm := &admission{op: op, options: req.Options, fileIDs: req.FileIDs, batch: true,
+	// Checked before the claim: the files the options name are authorized too.
+	options, err := op.ValidateOptions(req.Options)
+	if err != nil {
+		return nil, err
+	}
+	adm := &admission{op: op, options: options, fileIDs: req.FileIDs, batch: true,
 		param: func(i int) string { return fmt.Sprintf("file_ids[%d]", i) },
 		answer: func(b *Batch, jobs []*Job) (*Answer, error) {
 			return NewAnswer(ResultAccepted, b.AdmittedView(jobs))

@@ -3,7 +3,6 @@ package domain
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -135,54 +134,6 @@ func TestFormatPolicy(t *testing.T) {
 	require.ElementsMatch(t, []string{"size_mismatch", "mime_type_mismatch", "format_not_allowed", "too_large", "too_small"}, codes)
 	require.Empty(t, judge(&Upload{ByteSize: 12}, &File{}, &measurement{size: 12, format: pdf}, 100))
 	require.Equal(t, "file_too_large", judge(&Upload{}, &File{}, &measurement{size: 101, format: pdf}, 100)[0].Code)
-}
-
-func TestOptionsValidation(t *testing.T) {
-	t.Parallel()
-	op := FindOperation("image.convert", "operation")
-	out, err := op.ValidateOptions(json.RawMessage(`{"format":"png","quality":90}`))
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(out, &m))
-	require.Equal(t, "png", m["format"])
-	require.EqualValues(t, 90, m["quality"])
-	require.Equal(t, "contain", m["fit"], "defaults are filled in")
-	for raw, param := range map[string]string{
-		`{"format":"bmp"}`: "options.format", `{"quality":101}`: "options.quality", `{"quality":1.5}`: "options.quality",
-		`{"width":"10"}`: "options.width", `{"strip":"yes"}`: "options.strip", `{"colour":1}`: "options.colour", `[1]`: "options",
-	} {
-		_, err := op.ValidateOptions(json.RawMessage(raw))
-		require.Error(t, err, raw)
-		require.Equal(t, param, AsError(err).Param, raw)
-	}
-	_, err = FindOperation("inspect", "operation").ValidateOptions(json.RawMessage(`{"x":1}`))
-	require.Equal(t, "options.x", AsError(err).Param)
-	rot, err := FindOperation("pdf.pages", "operation").ValidateOptions(json.RawMessage(`{"rotate":90}`))
-	require.NoError(t, err)
-	require.JSONEq(t, `{"rotate":90}`, string(rot))
-	_, err = FindOperation("pdf.pages", "operation").ValidateOptions(json.RawMessage(`{"rotate":45}`))
-	require.Error(t, err)
-}
-
-func TestRegistry(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"inspect", "scan", "convert", "ocr", "pdf.merge", "pdf.pages", "pdf.split", "pdf.compress", "pdf.render", "image.convert"} {
-		require.NotNil(t, FindOperation(name, "operation"), name)
-	}
-	for _, name := range Presets {
-		p := FindOperation(name, "preset")
-		require.NotNil(t, p, name)
-		for _, s := range p.Steps {
-			require.NotNil(t, FindOperation(s, "operation"), "step %s of %s", s, name)
-		}
-	}
-	require.Equal(t, []string{"office", "pdf"}, FindOperation("document", "preset").Engines())
-	pdf := &File{ByteSize: 200 << 10}
-	require.EqualValues(t, 1, FindOperation("inspect", "operation").Estimate(pdf))
-	require.EqualValues(t, 4, FindOperation("pdf.render", "operation").Estimate(pdf), "per page: one page per 64 KiB, rounded up")
-	require.True(t, FindOperation("inspect", "operation").Accepts(Format{"bin", "application/octet-stream"}))
-	require.False(t, FindOperation("pdf.split", "operation").Accepts(Format{"png", "image/png"}))
-	require.True(t, FindOperation("image.convert", "operation").Accepts(Format{"webp", "image/webp"}))
 }
 
 func TestRetryable(t *testing.T) {

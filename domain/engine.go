@@ -81,4 +81,7 @@ type OperationSpec struct {
 	// FileIDsOption names the option that lists further input files (pdf.merge:
 	// "file_ids"); "" when the operation takes one file.
 	FileIDsOption string
+	// Hidden operations run only as steps of presets: they are not listed and cannot
+	// be requested on their own.
+	Hidden bool
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"time"
 )
 
@@ -19,6 +20,7 @@ type Files struct {
 	Clock  Clock
 	Config Config
 	Usage  *Usage
+	Pages  PageCounter // nil: pages are not counted
 }
 
 // writeEvent writes one outbox row in tx. subjectID is the file the event concerns, so
@@ -224,6 +226,9 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 	now := s.Clock.Now()
 	f.ByteSize, f.DetectedExt, f.DetectedMIMEType, f.SHA256 = m.size, m.format.Extension, m.format.MIMEType, m.sha256
 	f.Findings = judge(u, f, m, s.Config.MaxFileSize)
+	if len(f.Findings) == 0 {
+		f.Pages = s.countPages(ctx, u.StorageKey, m)
+	}
 	f.Status, f.ReadyAt = FileReady, &now
 	event := EventFileReady
 	if len(f.Findings) > 0 {
@@ -264,6 +269,39 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 			Details: map[string]any{"findings": f.Findings, "file_id": f.ID}}
 	}
 	return f, nil
+}
+
+// maxCountedBytes bounds the files whose pages are counted at completion; a larger
+// file's jobs reserve an estimate and are charged what they processed.
+const maxCountedBytes = 1 << 30
+
+// countPages counts the pages of a stored file whose format has pages, from a local
+// copy removed afterwards. It never fails completion: a file it cannot count (damaged,
+// too large) has pages 0, and its jobs reserve an estimate.
+func (s *Files) countPages(ctx context.Context, key string, m *measurement) int {
+	if s.Pages == nil || !s.Pages.Counts(m.format) || m.size > maxCountedBytes {
+		return 0
+	}
+	tmp, err := os.CreateTemp("", "filemill-count-*")
+	if err != nil {
+		return 0
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	rc, err := s.Blobs.Get(ctx, key)
+	if err != nil {
+		return 0
+	}
+	_, err = io.CopyBuffer(tmp, rc, make([]byte, 1<<20))
+	rc.Close()
+	if err != nil {
+		return 0
+	}
+	n, err := s.Pages.CountPages(ctx, tmp.Name(), m.format)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // DeleteFile deletes a file and its artifacts, bytes included; later calls answer 404.

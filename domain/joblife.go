@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (r JobRequest) authorize(ctx context.Context, s *Services, p *Principal) (e
 
 // resolveOperation finds the operation or preset of a request and checks the key may
 // run it. Codes: invalid_request, unsupported_operation, operation_not_allowed.
-func resolveOperation(p *Principal, operation, preset string) (*Operation, error) {
+func (s *Jobs) resolveOperation(p *Principal, operation, preset string) (*Operation, error) {
 	switch {
 	case operation != "" && preset != "":
 		return nil, InvalidParam("preset", "give either operation or preset, not both")
@@ -45,11 +46,11 @@ func resolveOperation(p *Principal, operation, preset string) (*Operation, error
 	}
 	var op *Operation
 	if operation != "" {
-		if op = FindOperation(operation, "operation"); op == nil {
+		if op = s.Registry.Operation(operation); op == nil || op.Hidden {
 			return nil, &Error{Code: CodeUnsupportedOperation, Param: "operation", Message: fmt.Sprintf("unknown operation %q; GET /v1/operations lists them", operation)}
 		}
-	} else if op = FindOperation(preset, "preset"); op == nil {
-		return nil, &Error{Code: CodeUnsupportedOperation, Param: "preset", Message: fmt.Sprintf("unknown preset %q (presets: ai-ready, document, image, avatar, inspect)", preset)}
+	} else if op = s.Registry.Preset(preset); op == nil {
+		return nil, &Error{Code: CodeUnsupportedOperation, Param: "preset", Message: fmt.Sprintf("unknown preset %q (presets: %s)", preset, strings.Join(s.Registry.PresetNames(), ", "))}
 	}
 	if err := p.RequireOperation(op.Name); err != nil {
 		return nil, err
@@ -57,53 +58,65 @@ func resolveOperation(p *Principal, operation, preset string) (*Operation, error
 	return op, nil
 }
 
-// estimatePages guesses the pages of page-priced work before any engine has looked at
-// the file; settlement charges what was processed, never more than this reservation.
-func estimatePages(f *File) int64 {
-	const bytesPerPage = 64 << 10
-	pages := (f.ByteSize + bytesPerPage - 1) / bytesPerPage
-	return max(1, min(pages, 2000))
-}
-
-// Estimate is the credits reserved for running op on f.
-func (op *Operation) Estimate(f *File) int64 {
-	if op.Price.Per == "page" {
-		return op.Price.Credits * estimatePages(f)
-	}
-	return op.Price.Credits
-}
-
-// noSuchFile is the answer for a file that does not exist for the key.
-func noSuchFile(fileID, param string) *Error {
-	return &Error{Code: CodeNotFound, Message: "no such file " + fileID, Param: param, Details: map[string]any{"file_id": fileID}}
-}
-
-// newJob checks one file, which the key may see (authorizeFiles), for an operation — the
-// file is ready, the operation takes its format and can run here — and prices the job.
-// Codes: not_found (deleted), conflict (file not ready), unsupported_input,
-// processing_unavailable.
-func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, f *File, fileID, param string) (*Job, error) {
+// checkInput checks one input file of an operation: the key may see it, it is ready and
+// the operation takes its format. f is nil when the organization has no such file.
+// Codes: not_found, environment_mismatch, key_restricted, conflict (file not ready),
+// unsupported_input; each naming param.
+func checkInput(p *Principal, op *Operation, f *File, fileID, param string) error {
 	if f == nil || f.Status == FileDeleted {
-		return nil, noSuchFile(fileID, param)
+		return &Error{Code: CodeNotFound, Message: "no such file " + fileID, Param: param, Details: map[string]any{"file_id": fileID}}
+	}
+	if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
+		if de := AsError(err); de != nil {
+			de.Param, de.Details = param, map[string]any{"file_id": fileID}
+		}
+		return err
 	}
 	if f.Status != FileReady {
-		return nil, &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is %s, not ready", f.ID, f.Status),
+		return &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is %s, not ready", f.ID, f.Status),
 			Details: map[string]any{"file_id": f.ID, "status": f.Status}}
 	}
-	format := Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}
-	if !op.Accepts(format) {
-		return nil, &Error{Code: CodeUnsupportedInput, Param: param, Message: fmt.Sprintf("%s does not take %s files", op.Name, format.Extension),
+	if format := f.Format(); !op.Accepts(format) {
+		return &Error{Code: CodeUnsupportedInput, Param: param, Message: fmt.Sprintf("%s does not take %s files", op.Name, format.Extension),
 			Details: map[string]any{"file_id": f.ID, "detected_format": format, "input_formats": op.InputFormats}}
 	}
-	for _, e := range op.Engines() {
-		if s.Engines[e] == nil {
-			return nil, &Error{Code: CodeProcessingUnavailable, Message: fmt.Sprintf("%s needs the %s engine, which is not available on this deployment", op.Name, e)}
+	return nil
+}
+
+// newJob checks a job's file (and its further input files) for an operation, checks a
+// live worker runs the engines it needs, and prices the job. Codes: those of
+// checkInput, processing_unavailable.
+func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, facts *AdmissionFacts, live map[string]EngineInfo, fileID, param string) (*Job, error) {
+	f := facts.Files[fileID]
+	if err := checkInput(p, op, f, fileID, param); err != nil {
+		return nil, err
+	}
+	extra, err := op.fileIDs(options)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range extra {
+		xf := facts.Files[id]
+		xparam := fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i)
+		if err := checkInput(p, op, xf, id, xparam); err != nil {
+			return nil, err
+		}
+		if xf.ProjectID != f.ProjectID {
+			return nil, &Error{Code: CodeInvalidRequest, Param: xparam, Message: "every input file must belong to the project of file_id",
+				Details: map[string]any{"file_id": id}}
+		}
+	}
+	engines := op.Engines(f.Format())
+	for _, e := range engines {
+		if _, ok := live[e]; !ok {
+			return nil, &Error{Code: CodeProcessingUnavailable, RetryAfter: 30,
+				Message: fmt.Sprintf("%s needs the %s engine, and no worker running it is available now", op.Name, e)}
 		}
 	}
 	j := &Job{ID: NewID(PrefixJob), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID, Environment: f.Environment,
 		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: op.Estimate(f),
-		CreatedAt: s.Clock.Now(), Artifacts: []*Artifact{}}
-	if op.Kind == "preset" {
+		Queue: QueueName(engines), CreatedAt: s.Clock.Now(), Artifacts: []*Artifact{}}
+	if op.Kind == KindPreset {
 		j.Preset = op.Name
 	} else {
 		j.Operation = op.Name
@@ -111,11 +124,35 @@ func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, f *F
 	return j, nil
 }
 
+// fileIDs returns the further input files canonical options name. Codes:
+// invalid_request naming the entry.
+func (op *Operation) fileIDs(options json.RawMessage) ([]string, error) {
+	if op.FileIDsOption == "" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(options, &m); err != nil {
+		return nil, err
+	}
+	var ids []string
+	if raw, ok := m[op.FileIDsOption]; ok {
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, InvalidParam("options."+op.FileIDsOption, "%s must list file ids", op.FileIDsOption)
+		}
+	}
+	for i, id := range ids {
+		if !ValidID(PrefixFile, id) {
+			return nil, InvalidParam(fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i), "%q is not a file_ id", id)
+		}
+	}
+	return ids, nil
+}
+
 // admission is a request to admit op on files, one job each, as far as it was decided
 // before its claim.
 type admission struct {
 	op      *Operation
-	options json.RawMessage // as given
+	options json.RawMessage // canonical
 	fileIDs []string
 	param   func(i int) string // names file i in errors
 	batch   bool               // the jobs form a batch
@@ -123,30 +160,42 @@ type admission struct {
 	// account. The admission checks and prices on them, and its write enforces the
 	// balance and the limits again against everything admitted since.
 	facts *AdmissionFacts
-	// answer renders the answer for what is about to be written.
+	// answer renders the answer for what is about to be written; nil for none.
 	answer func(*Batch, []*Job) (*Answer, error)
 }
 
-// authorizeFiles reads what admitting work on the files depends on, in one query, and
-// decides whether the key may act on each file: another organization's file, or none,
-// does not exist for it; a file of the other environment or of a project the key may
-// not act on is refused. Codes: not_found, environment_mismatch, key_restricted, with
-// param naming the file.
+// authorizeFiles reads what admitting work on the files depends on — the files the
+// request names and those its options name — in one query, and decides whether the key
+// may act on each: another organization's file, or none, does not exist for it; a file
+// of the other environment or of a project the key may not act on is refused. Codes:
+// not_found, environment_mismatch, key_restricted, invalid_request, naming the file.
 func (s *Jobs) authorizeFiles(ctx context.Context, p *Principal, adm *admission) error {
-	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
-		Environment: p.Environment(), FileIDs: adm.fileIDs})
+	extra, err := adm.op.fileIDs(adm.options)
 	if err != nil {
 		return err
 	}
+	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
+		Environment: p.Environment(), FileIDs: append(slices.Clone(adm.fileIDs), extra...)})
+	if err != nil {
+		return err
+	}
+	named := make([]string, 0, len(adm.fileIDs)+len(extra))
+	params := make([]string, 0, cap(named))
 	for i, id := range adm.fileIDs {
+		named, params = append(named, id), append(params, adm.param(i))
+	}
+	for i, id := range extra {
+		named, params = append(named, id), append(params, fmt.Sprintf("options.%s[%d]", adm.op.FileIDsOption, i))
+	}
+	for i, id := range named {
 		f := facts.Files[id]
 		if f == nil {
-			return noSuchFile(id, adm.param(i))
+			return &Error{Code: CodeNotFound, Message: "no such file " + id, Param: params[i], Details: map[string]any{"file_id": id}}
 		}
 		// Deleted files are decided too: their owner may replay what it asked before.
 		if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
 			if de := AsError(err); de != nil {
-				de.Param, de.Details = adm.param(i), map[string]any{"file_id": id}
+				de.Param, de.Details = params[i], map[string]any{"file_id": id}
 			}
 			return err
 		}
@@ -155,23 +204,22 @@ func (s *Jobs) authorizeFiles(ctx context.Context, p *Principal, adm *admission)
 	return nil
 }
 
-// admit checks the options, checks and prices a job per file, then writes them all or
-// nothing — with their batch, their job.queued events, their credit reservations and the
-// request's answer, when c claims one — and queues them. It checks on what
-// authorizeFiles read; the write enforces the balance and the limits again against every
-// admission written since, so concurrent requests can never overdraw the balance or
-// overshoot a limit. Jobs come back in the order of the files. Codes: invalid_request
-// (options; files of several projects), those of newJob, concurrency_limit,
-// key_spend_limit, credits_exhausted, payment_required.
+// admit checks and prices a job per file on what authorizeFiles read, then writes them
+// all or nothing — with their batch, their job.queued events, their credit reservations
+// and the request's answer, when c claims one — and queues them. The write enforces the
+// balance and the limits again against every admission written since, so concurrent
+// requests can never overdraw the balance or overshoot a limit. Jobs come back in the
+// order of the files. Codes: those of newJob, invalid_request (files of several
+// projects), concurrency_limit, key_spend_limit, credits_exhausted, payment_required.
 func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim) (*Batch, []*Job, *Answer, error) {
-	options, err := req.op.ValidateOptions(req.options)
+	live, err := s.liveEngines(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	facts := req.facts
 	jobs := make([]*Job, len(req.fileIDs))
 	for i, id := range req.fileIDs {
-		if jobs[i], err = s.newJob(p, req.op, options, facts.Files[id], id, req.param(i)); err != nil {
+		if jobs[i], err = s.newJob(p, req.op, req.options, facts, live, id, req.param(i)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -206,7 +254,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 	var b *Batch
 	if req.batch {
 		b = &Batch{ID: NewID(PrefixBatch), OrganizationID: p.Organization.ID, ProjectID: projectID, Environment: p.Environment(),
-			Operation: jobs[0].Operation, Preset: jobs[0].Preset, Options: options, CreditsEstimated: total, CreatedAt: now}
+			Operation: jobs[0].Operation, Preset: jobs[0].Preset, Options: req.options, CreditsEstimated: total, CreatedAt: now}
 		for _, j := range jobs {
 			j.BatchID = b.ID
 		}
@@ -247,7 +295,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 		c.stored = true
 	}
 	for _, j := range jobs {
-		s.enqueue(ctx, j.ID)
+		s.enqueue(ctx, j)
 	}
 	return b, jobs, answer, nil
 }
@@ -295,9 +343,9 @@ func MonthStart(t time.Time) time.Time {
 }
 
 // authorizeJob decides a job request up to its claim: the key may create jobs and run
-// the operation, and may act on the file. Codes: insufficient_scope, invalid_request,
-// unsupported_operation, operation_not_allowed, not_found, environment_mismatch,
-// key_restricted.
+// the operation, the options are well formed, and the key may act on every file the
+// request names. Codes: insufficient_scope, invalid_request, unsupported_operation,
+// operation_not_allowed, not_found, environment_mismatch, key_restricted.
 func (s *Jobs) authorizeJob(ctx context.Context, p *Principal, req JobRequest) (*admission, error) {
 	if err := p.RequireScope(ScopeJobsWrite); err != nil {
 		return nil, err
@@ -308,11 +356,16 @@ func (s *Jobs) authorizeJob(ctx context.Context, p *Principal, req JobRequest) (
 	if !ValidID(PrefixFile, req.FileID) {
 		return nil, InvalidParam("file_id", "file_id must be a file_ id")
 	}
-	op, err := resolveOperation(p, req.Operation, req.Preset)
+	op, err := s.resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
 		return nil, err
 	}
-	adm := &admission{op: op, options: req.Options, fileIDs: []string{req.FileID}, param: func(int) string { return "file_id" },
+	// Checked before the claim: the files the options name are authorized too.
+	options, err := op.ValidateOptions(req.Options)
+	if err != nil {
+		return nil, err
+	}
+	adm := &admission{op: op, options: options, fileIDs: []string{req.FileID}, param: func(int) string { return "file_id" },
 		answer: func(_ *Batch, jobs []*Job) (*Answer, error) { return NewAnswer(ResultAccepted, jobs[0].View()) }}
 	if err := s.authorizeFiles(ctx, p, adm); err != nil {
 		return nil, err
@@ -323,7 +376,8 @@ func (s *Jobs) authorizeJob(ctx context.Context, p *Principal, req JobRequest) (
 // CreateJob admits, prices and queues a job: the job, its credit reservation and its
 // event are written at once, and the task is enqueued after commit. It is the effect of
 // a JobRequest without its idempotency (Services.Do runs that). Codes: those of
-// authorizeJob and admit.
+// authorizeJob and admit: conflict, unsupported_input, processing_unavailable,
+// key_spend_limit, concurrency_limit, credits_exhausted, payment_required.
 func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Job, error) {
 	adm, err := s.authorizeJob(ctx, p, req)
 	if err != nil {
@@ -337,12 +391,27 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 	return jobs[0], nil
 }
 
-// enqueue hands a committed job to the queue. A failure is only logged by the caller's
-// absence of a task: the queued-job sweep enqueues it again.
-func (s *Jobs) enqueue(ctx context.Context, id string) {
+// enqueue hands a committed job to the queue of its engines. A failure is left to the
+// queued-job sweep, which enqueues it again.
+func (s *Jobs) enqueue(ctx context.Context, j *Job) {
 	if s.Queue != nil {
-		_ = s.Queue.EnqueueJob(context.WithoutCancel(ctx), id)
+		_ = s.Queue.EnqueueJob(context.WithoutCancel(ctx), s.task(j))
 	}
+}
+
+// task is what the queue needs to know of a job: its queue, and its deadline, the sum
+// of the deadlines of the operations it may run.
+func (s *Jobs) task(j *Job) JobTask {
+	t := JobTask{JobID: j.ID, Queue: j.Queue}
+	if op := s.Registry.Find(j.Operation, j.Preset); op != nil {
+		for _, o := range op.operations() {
+			t.Timeout += s.Config.OperationTimeout(o.Name)
+		}
+	}
+	if t.Timeout == 0 {
+		t.Timeout = s.Config.OperationTimeout("")
+	}
+	return t
 }
 
 // CancelJob cancels a queued job and releases its credits. A job a worker has claimed
@@ -452,9 +521,12 @@ func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 // WorkDirPrefix begins the name of the directory a job attempt works in.
 const WorkDirPrefix = "job-"
 
-// RunJob runs a claimed job's engine steps on a local copy of its file, in a temporary
-// directory removed afterwards, and stores the artifacts. It returns what to settle.
-func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact, int, error) {
+// RunJob runs a claimed job's pipeline on local copies of its files, in a temporary
+// directory removed afterwards: each step reads what the step before it passed on,
+// every output is verified, and the outputs of the steps that keep theirs are stored
+// as artifacts. It returns the artifacts and what the work cost, from the units each
+// step processed.
+func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact, int64, error) {
 	f, err := s.Store.FindFileByID(ctx, j.FileID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("file of job %s: %w", j.ID, err)
@@ -462,57 +534,163 @@ func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact,
 	if f.Status != FileReady {
 		return nil, 0, &Error{Code: CodeConflict, Message: "the file is " + f.Status}
 	}
-	op := FindOperation(j.Operation, "operation")
-	if j.Preset != "" {
-		op = FindOperation(j.Preset, "preset")
-	}
+	op := s.Registry.Find(j.Operation, j.Preset)
 	if op == nil {
-		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "unknown operation"}
+		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "this deployment does not know the job's operation"}
 	}
 	dir, err := os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, scratchUnavailable(err)
 	}
 	defer os.RemoveAll(dir)
-	input := filepath.Join(dir, "input")
-	if err := s.download(ctx, f.StorageKey, input); err != nil {
-		return nil, 0, &Error{Code: CodeDependencyUnavailable, Message: "reading the file from storage failed: " + err.Error()}
+	first, err := s.fetchInput(ctx, j, f, filepath.Join(dir, "input"))
+	if err != nil {
+		return nil, 0, err
 	}
-	steps := []string{op.Name}
-	if op.Kind == "preset" {
-		steps = op.Steps
+	var extra []EngineFile
+	ids, err := op.fileIDs(j.Options)
+	if err != nil {
+		return nil, 0, err
 	}
+	for i, id := range ids {
+		xf, err := s.Store.FindFileByID(ctx, id)
+		if errors.Is(err, ErrNotFound) || err == nil && (xf.OrganizationID != j.OrganizationID || xf.Status != FileReady) {
+			return nil, 0, &Error{Code: CodeConflict, Message: fmt.Sprintf("input file %s is no longer ready", id)}
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		ef, err := s.fetchInput(ctx, j, xf, filepath.Join(dir, fmt.Sprintf("input-%d", i+1)))
+		if err != nil {
+			return nil, 0, err
+		}
+		extra = append(extra, ef)
+	}
+
+	steps := op.Pipeline(f.Format())
 	var arts []*Artifact
-	units := 0
-	for i, step := range steps {
-		sop := FindOperation(step, "operation")
-		eng := s.Engines[sop.Engine]
+	var cost int64
+	cur := first
+	for i, st := range steps {
+		eng := s.Engines[st.Operation.Engine]
 		if eng == nil {
-			return nil, 0, &Error{Code: CodeProcessingUnavailable, Message: "the " + sop.Engine + " engine is not available"}
+			return arts, 0, &Error{Code: CodeProcessingUnavailable, Message: "the " + st.Operation.Engine + " engine is not available on this worker"}
+		}
+		opts, err := st.StepOptions(j.Options)
+		if err != nil {
+			return arts, 0, err
 		}
 		work := filepath.Join(dir, fmt.Sprintf("step%d", i))
 		if err := os.Mkdir(work, 0o700); err != nil {
-			return nil, 0, err
+			return arts, 0, scratchUnavailable(err)
 		}
-		out, err := eng.Run(ctx, EngineInput{Operation: step, Options: j.Options, Path: input, Filename: f.Filename,
-			Format: Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}, ByteSize: f.ByteSize, SHA256: f.SHA256,
-			WorkDir: work, Progress: s.progressFunc(ctx, j, i, len(steps))})
+		in := cur
+		if st.FromFile {
+			in = first
+		}
+		sha := ""
+		if in.Path == first.Path {
+			sha = f.SHA256
+		}
+		out, err := eng.Run(ctx, EngineInput{Operation: st.Operation.Name, Options: opts, Path: in.Path, Filename: in.Filename,
+			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Inputs: extra, WorkDir: work,
+			Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
 			if ctx.Err() != nil && AsError(err) == nil {
-				return nil, 0, &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
+				return arts, 0, &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
 			}
-			return nil, 0, err
+			return arts, 0, err
 		}
-		units += out.Units
+		if len(out.Artifacts) == 0 {
+			return arts, 0, &Error{Code: CodeOutputValidationFailed, Message: st.Operation.Name + " produced no output"}
+		}
+		outputs := make([]EngineFile, 0, len(out.Artifacts))
 		for _, ea := range out.Artifacts {
-			a, err := s.storeArtifact(ctx, j, f, ea)
+			ef, err := s.checkOutput(ctx, work, ea)
 			if err != nil {
-				return nil, 0, err
+				return arts, 0, err
 			}
-			arts = append(arts, a)
+			outputs = append(outputs, ef)
+		}
+		cost += st.Operation.Price.cost(out.Units)
+		if !st.Intermediate {
+			for _, ea := range out.Artifacts {
+				a, err := s.storeArtifact(ctx, j, f, ea)
+				if err != nil {
+					return arts, 0, err
+				}
+				if op.Kind == KindPreset {
+					a.Step = st.Name
+				}
+				arts = append(arts, a)
+			}
+		}
+		if i+1 < len(steps) {
+			cur = passOn(steps[i+1].Operation, outputs, in)
 		}
 	}
-	return arts, units, nil
+	return arts, cost, nil
+}
+
+// passOn picks what the next step reads: the first output it accepts, or else what
+// this step read (a step that only reports, like inspect, changes nothing).
+func passOn(next *Operation, outputs []EngineFile, in EngineFile) EngineFile {
+	for _, o := range outputs {
+		if next.Accepts(o.Format) {
+			return o
+		}
+	}
+	return in
+}
+
+// fetchInput copies a job's input file to path.
+func (s *Jobs) fetchInput(ctx context.Context, j *Job, f *File, path string) (EngineFile, error) {
+	if err := s.download(ctx, f.StorageKey, path); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return EngineFile{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("the bytes of file %s are gone", f.ID)}
+		}
+		return EngineFile{}, &Error{Code: CodeDependencyUnavailable, Message: "the file could not be read from storage; the job will be tried again"}
+	}
+	return EngineFile{FileID: f.ID, Path: path, Filename: f.Filename, Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
+}
+
+// scratchUnavailable is the error of a worker that cannot write its scratch space (a
+// full disk); the path stays in the logs.
+func scratchUnavailable(err error) error {
+	return fmt.Errorf("%w: %w", &Error{Code: CodeDependencyUnavailable, Message: "the worker's scratch space cannot be written; the job will be tried again"}, err)
+}
+
+// checkOutput verifies one engine output before anything stores or reads it: it lies
+// inside the step's work directory, it is not empty, and it parses as its type says.
+// Codes: output_validation_failed.
+func (s *Jobs) checkOutput(ctx context.Context, work string, ea EngineArtifact) (EngineFile, error) {
+	bad := func(why string) error {
+		return &Error{Code: CodeOutputValidationFailed, Message: fmt.Sprintf("the output %s %s", ea.Name, why)}
+	}
+	rel, err := filepath.Rel(work, ea.Path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return EngineFile{}, bad("was written outside its work directory")
+	}
+	fh, err := os.Open(ea.Path)
+	if err != nil {
+		return EngineFile{}, bad("is missing")
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
+		return EngineFile{}, bad("is empty")
+	}
+	head := make([]byte, DetectSniffBytes)
+	n, _ := io.ReadFull(fh, head)
+	if s.Verifier != nil {
+		if err := s.Verifier.VerifyOutput(ctx, ea); err != nil {
+			if AsError(err) == nil {
+				return EngineFile{}, fmt.Errorf("%w: %w", bad("does not verify"), err)
+			}
+			return EngineFile{}, err
+		}
+	}
+	return EngineFile{Path: ea.Path, Filename: ea.Name, Format: Detect(head[:n]), ByteSize: st.Size()}, nil
 }
 
 func (s *Jobs) download(ctx context.Context, key, path string) error {
@@ -572,16 +750,8 @@ func (s *Jobs) progressFunc(ctx context.Context, j *Job, step, steps int) func(i
 // SettleJob records success: the artifacts, the charge (the actual cost, never above
 // the reservation) and the release of the rest, the state and its event, in one write.
 // Settling twice changes nothing (ErrJobSkipped): the second finds the job moved.
-func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, units int) error {
-	op := FindOperation(j.Operation, "operation")
-	if j.Preset != "" {
-		op = FindOperation(j.Preset, "preset")
-	}
-	cost := op.Price.Credits
-	if op.Price.Per == "page" {
-		cost = op.Price.Credits * int64(max(units, 1))
-	}
-	cost = min(cost, j.CreditsReserved)
+func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, cost int64) error {
+	cost = min(max(cost, 0), j.CreditsReserved)
 	now := s.Clock.Now()
 	next := *j
 	next.State, next.Progress, next.CreditsCharged, next.FinishedAt = JobSucceeded, 100, cost, &now
@@ -633,9 +803,9 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 	if err != nil {
 		return err
 	}
-	arts, units, runErr := s.RunJob(ctx, j, tmpRoot)
+	arts, cost, runErr := s.RunJob(ctx, j, tmpRoot)
 	if runErr == nil {
-		err := s.SettleJob(context.WithoutCancel(ctx), j, arts, units)
+		err := s.SettleJob(context.WithoutCancel(ctx), j, arts, cost)
 		if err != nil && !errors.Is(err, ErrJobSkipped) {
 			return err
 		}
@@ -668,7 +838,7 @@ func (s *Jobs) RequeueStale(ctx context.Context, age time.Duration, limit int) (
 		return 0, err
 	}
 	for _, j := range js {
-		if err := s.Queue.EnqueueJob(ctx, j.ID); err != nil {
+		if err := s.Queue.EnqueueJob(ctx, s.task(j)); err != nil {
 			return 0, err
 		}
 	}

@@ -8,12 +8,50 @@ import (
 
 // Jobs runs operations on files.
 type Jobs struct {
-	Store   Store
-	Blobs   Blobs
-	Queue   Queue
-	Clock   Clock
-	Config  Config
-	Engines map[string]Engine // by engine name; a missing engine makes its operations unavailable
+	Store    Store
+	Blobs    Blobs
+	Queue    Queue
+	Clock    Clock
+	Config   Config
+	Registry *Registry
+	// Engines are the engine families this process runs, by name.
+	Engines map[string]Engine
+	// Directory tells which engine families live workers run; when nil, this
+	// process's Engines are the live ones.
+	Directory EngineDirectory
+	Verifier  OutputVerifier
+}
+
+// liveEngines returns the engine families live workers run now. Codes:
+// dependency_unavailable when they cannot be told.
+func (s *Jobs) liveEngines(ctx context.Context) (map[string]EngineInfo, error) {
+	if s.Directory == nil {
+		out := make(map[string]EngineInfo, len(s.Engines))
+		for name := range s.Engines {
+			out[name] = EngineInfo{Workers: 1}
+		}
+		return out, nil
+	}
+	live, err := s.Directory.LiveEngines(ctx)
+	if err != nil {
+		return nil, &Error{Code: CodeDependencyUnavailable, RetryAfter: 5, Message: "the list of running workers cannot be read now; try again shortly"}
+	}
+	return live, nil
+}
+
+// ListOperations lists the operations and presets clients may request, each marked
+// available when live workers run every engine it needs.
+func (s *Jobs) ListOperations(ctx context.Context, p *Principal) ([]OperationView, error) {
+	live, err := s.liveEngines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ops := s.Registry.List()
+	out := make([]OperationView, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, op.View(func(e string) bool { _, ok := live[e]; return ok }))
+	}
+	return out, nil
 }
 
 // JobQuery is a list request.

@@ -236,15 +236,21 @@ type File struct {
 	DetectedExt      string      `bun:"detected_extension,notnull"`
 	DetectedMIMEType string      `bun:"detected_mime_type,notnull"`
 	SHA256           string      `bun:"sha256,notnull"`
-	DuplicateOf      string      `bun:"duplicate_of,notnull"`
-	Findings         []Finding   `bun:"findings,type:jsonb"`
-	StorageKey       string      `bun:"storage_key,notnull"`
-	ExpiresAt        *time.Time  `bun:"expires_at"`
-	CreatedAt        time.Time   `bun:"created_at,notnull"`
-	ReadyAt          *time.Time  `bun:"ready_at"`
-	DeletedAt        *time.Time  `bun:"deleted_at"`
-	Artifacts        []*Artifact `bun:"-"`
+	// Pages is the page count measured at completion; 0 for formats without pages and
+	// for files too large to count.
+	Pages       int         `bun:"pages,notnull"`
+	DuplicateOf string      `bun:"duplicate_of,notnull"`
+	Findings    []Finding   `bun:"findings,type:jsonb"`
+	StorageKey  string      `bun:"storage_key,notnull"`
+	ExpiresAt   *time.Time  `bun:"expires_at"`
+	CreatedAt   time.Time   `bun:"created_at,notnull"`
+	ReadyAt     *time.Time  `bun:"ready_at"`
+	DeletedAt   *time.Time  `bun:"deleted_at"`
+	Artifacts   []*Artifact `bun:"-"`
 }
+
+// Format is the file's detected format.
+func (f *File) Format() Format { return Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType} }
 
 // Artifact is a derived output of a job on a file.
 type Artifact struct {
@@ -252,6 +258,7 @@ type Artifact struct {
 	OrganizationID string    `bun:"organization_id,notnull"`
 	FileID         string    `bun:"file_id,notnull"`
 	JobID          string    `bun:"job_id,notnull"`
+	Step           string    `bun:"step,notnull"` // the preset step that made it; "" for an operation's
 	Name           string    `bun:"name,notnull"`
 	MIMEType       string    `bun:"mime_type,notnull"`
 	ByteSize       int64     `bun:"byte_size,notnull"`
@@ -284,6 +291,7 @@ type Job struct {
 	Operation       string          `bun:"operation,notnull"`
 	Preset          string          `bun:"preset,notnull"`
 	Options         json.RawMessage `bun:"options,type:jsonb,notnull"`
+	Queue           string          `bun:"queue,notnull"` // QueueName of the engines it needs
 	State           string          `bun:"state,notnull"`
 	Progress        int             `bun:"progress,notnull"`
 	Attempts        int             `bun:"attempts,notnull"`

@@ -1,136 +1,281 @@
 package domain
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 )
 
-// Price is what an operation costs: Credits per file, or per page for page-wise work.
+// Price is what an operation costs: Credits per file, or per page for page-wise work;
+// Base is a part charged once per file on top of a per-page price (a preset mixing
+// per-file and per-page steps).
 type Price struct {
 	Credits int64  `json:"credits"`
 	Per     string `json:"per"` // "file" or "page"
+	Base    int64  `json:"base,omitempty"`
 }
 
-// Option describes one option of an operation; it renders as a JSON schema property.
-type Option struct {
-	Name        string
-	Type        string // string, integer, number, boolean, array (of strings)
-	Description string
-	Enum        []string
-	Min, Max    *float64
-	MaxItems    int
-	Default     any
+// cost is the price of units pages (at least one) of work.
+func (p Price) cost(pages int) int64 {
+	if p.Per == "page" {
+		return p.Base + p.Credits*int64(max(pages, 1))
+	}
+	return p.Base + p.Credits
 }
+
+// Operation kinds.
+const (
+	KindOperation = "operation"
+	KindPreset    = "preset"
+)
 
 // Operation is an operation or a preset of the registry.
 type Operation struct {
 	Name        string
-	Kind        string // "operation" or "preset"
+	Kind        string
 	Description string
-	Engine      string   // the engine that runs it (for a preset: the engines of its steps)
-	Steps       []string // for presets: the operations it runs, in order
+	Engine      string // an operation's engine family
 	Price       Price
 	// InputFormats lists accepted inputs: extensions, MIME types or families ("image/*");
 	// "*" accepts anything.
 	InputFormats []string
-	Options      []Option
+	// FileIDsOption names the option listing further input files; "" for one file.
+	FileIDsOption string
+	// Hidden operations run only as preset steps: not listed, not requested directly.
+	Hidden bool
+	Steps  []*Step // a preset's pipeline
+	codec  *optionsCodec
 }
 
-func num(f float64) *float64 { return &f }
-
-var officeInputs = []string{"docx", "doc", "xlsx", "xls", "pptx", "ppt", "odt", "ods", "odp", "rtf", "txt", "csv", "html"}
-var imageInputs = []string{"image/*"}
-
-// Operations is the registry: every operation and preset the contract names.
-var Operations = []*Operation{
-	{Name: "inspect", Kind: "operation", Engine: "inspect", Price: Price{1, "file"}, InputFormats: []string{"*"},
-		Description: "Reports the detected format, size, hash and per-format facts (PDF pages, version, encryption, text layer; image size, orientation, colour space; office document type)."},
-	{Name: "scan", Kind: "operation", Engine: "scan", Price: Price{1, "file"}, InputFormats: []string{"*"},
-		Description: "Scans for malware with ClamAV and built-in checks; a finding fails the job with malware_detected."},
-	{Name: "convert", Kind: "operation", Engine: "office", Price: Price{5, "file"}, InputFormats: officeInputs,
-		Description: "Converts office documents to PDF (or another office format) with LibreOffice.",
-		Options:     []Option{{Name: "to", Type: "string", Enum: []string{"pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "txt", "html"}, Default: "pdf", Description: "target format"}}},
-	{Name: "ocr", Kind: "operation", Engine: "ocr", Price: Price{2, "page"}, InputFormats: append([]string{"pdf"}, imageInputs...),
-		Description: "Recognises text in scans and images with tesseract.",
-		Options: []Option{
-			{Name: "language", Type: "string", Enum: []string{"eng"}, Default: "eng", Description: "tesseract language"},
-			{Name: "output", Type: "string", Enum: []string{"text", "pdf"}, Default: "text", Description: "plain text, or a searchable PDF"}}},
-	{Name: "pdf.merge", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
-		Description: "Appends other PDFs of the project to this one.",
-		Options:     []Option{{Name: "file_ids", Type: "array", MaxItems: 99, Description: "the files to append, in order"}}},
-	{Name: "pdf.pages", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
-		Description: "Keeps, reorders or rotates pages.",
-		Options: []Option{
-			{Name: "pages", Type: "string", Description: "page selection, e.g. 1-3,5"},
-			{Name: "rotate", Type: "integer", Enum: []string{"0", "90", "180", "270"}, Description: "rotation in degrees"}}},
-	{Name: "pdf.split", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
-		Description: "Splits a PDF into parts of span pages.",
-		Options:     []Option{{Name: "span", Type: "integer", Min: num(1), Max: num(10000), Default: 1, Description: "pages per part"}}},
-	{Name: "pdf.compress", Kind: "operation", Engine: "pdf", Price: Price{1, "file"}, InputFormats: []string{"pdf"},
-		Description: "Optimises a PDF: removes redundancy, recompresses streams."},
-	{Name: "pdf.render", Kind: "operation", Engine: "render", Price: Price{1, "page"}, InputFormats: []string{"pdf"},
-		Description: "Renders PDF pages to images.",
-		Options: []Option{
-			{Name: "format", Type: "string", Enum: []string{"png", "jpeg", "webp"}, Default: "png", Description: "image format"},
-			{Name: "dpi", Type: "integer", Min: num(36), Max: num(600), Default: 150, Description: "resolution"},
-			{Name: "pages", Type: "string", Description: "page selection, e.g. 1-3,5 (default: all)"}}},
-	{Name: "image.convert", Kind: "operation", Engine: "image", Price: Price{1, "file"}, InputFormats: imageInputs,
-		Description: "Converts, resizes and strips images with libvips.",
-		Options: []Option{
-			{Name: "format", Type: "string", Enum: []string{"jpeg", "png", "webp", "avif", "tiff", "gif"}, Default: "webp", Description: "output format"},
-			{Name: "quality", Type: "integer", Min: num(1), Max: num(100), Default: 80, Description: "lossy quality"},
-			{Name: "width", Type: "integer", Min: num(1), Max: num(16384), Description: "target width in pixels"},
-			{Name: "height", Type: "integer", Min: num(1), Max: num(16384), Description: "target height in pixels"},
-			{Name: "fit", Type: "string", Enum: []string{"contain", "cover", "fill"}, Default: "contain", Description: "how to fit width×height"},
-			{Name: "strip", Type: "boolean", Default: true, Description: "drop metadata"}}},
-
-	{Name: "ai-ready", Kind: "preset", Steps: []string{"inspect", "ocr"}, Price: Price{3, "page"}, InputFormats: append(append([]string{"pdf"}, officeInputs...), imageInputs...),
-		Description: "Text and markdown for LLM pipelines: office documents converted, scans recognised."},
-	{Name: "document", Kind: "preset", Steps: []string{"convert", "pdf.compress"}, Price: Price{6, "file"}, InputFormats: append([]string{"pdf"}, officeInputs...),
-		Description: "A compact PDF of any document."},
-	{Name: "image", Kind: "preset", Steps: []string{"image.convert"}, Price: Price{1, "file"}, InputFormats: imageInputs,
-		Description: "A web-ready WebP of any image, metadata stripped."},
-	{Name: "avatar", Kind: "preset", Steps: []string{"image.convert"}, Price: Price{1, "file"}, InputFormats: imageInputs,
-		Description: "A square 256×256 WebP cropped to cover."},
-	{Name: "inspect", Kind: "preset", Steps: []string{"inspect"}, Price: Price{1, "file"}, InputFormats: []string{"*"},
-		Description: "The inspect operation as a preset."},
+// Step is one step of a preset: an operation with fixed options, reading the output
+// the step before it passed on (the file, for the first step).
+type Step struct {
+	Name      string // carried by the step's artifacts, e.g. "thumbnail"
+	Operation *Operation
+	// Options are the step's fixed options, canonical; the preset's own options are
+	// added to them for the options the step's operation knows.
+	Options json.RawMessage
+	// When lists the formats of the job's file the step runs for; for other files it
+	// is left out of the pipeline. Empty: always.
+	When []string
+	// Intermediate steps pass their output on without storing it as an artifact.
+	Intermediate bool
+	// FromFile steps read the job's file rather than what the step before passed on.
+	FromFile bool
 }
 
-// Presets lists the preset names of the contract.
-var Presets = []string{"ai-ready", "document", "image", "avatar", "inspect"}
+// PresetSpec declares a preset: a pipeline of operations with fixed options.
+type PresetSpec struct {
+	Name         string
+	Description  string
+	InputFormats []string
+	// Options is the zero value of the preset's own options struct (nil: none); each is
+	// handed to the steps whose operation takes an option of that name.
+	Options any
+	Steps   []StepSpec
+}
 
-// FindOperation returns the operation (kind "operation") or preset (kind "preset").
-func FindOperation(name, kind string) *Operation {
-	for _, op := range Operations {
-		if op.Name == name && op.Kind == kind {
-			return op
+// StepSpec declares one step of a preset.
+type StepSpec struct {
+	Name         string
+	Operation    string
+	Options      string // fixed options, as a JSON object
+	When         []string
+	Intermediate bool
+	FromFile     bool
+}
+
+// Registry is every operation and preset this deployment knows, built from what the
+// engine packages declare. Which of them can run now is the workers' to say
+// (EngineDirectory).
+type Registry struct {
+	ops     map[string]*Operation
+	presets map[string]*Operation
+	order   []*Operation
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{ops: map[string]*Operation{}, presets: map[string]*Operation{}}
+}
+
+// AddOperations registers operations; a name registered twice or an options struct
+// whose tags do not compile is an error.
+func (r *Registry) AddOperations(specs ...OperationSpec) error {
+	for _, s := range specs {
+		if s.Name == "" || s.Engine == "" {
+			return fmt.Errorf("operation %q: a name and an engine are required", s.Name)
 		}
+		if r.ops[s.Name] != nil {
+			return fmt.Errorf("operation %s is registered twice", s.Name)
+		}
+		if s.Price.Per != "file" && s.Price.Per != "page" {
+			return fmt.Errorf("operation %s: price per %q; want file or page", s.Name, s.Price.Per)
+		}
+		codec, err := newOptionsCodec(s.Options)
+		if err != nil {
+			return fmt.Errorf("operation %s options: %w", s.Name, err)
+		}
+		if s.FileIDsOption != "" {
+			if p := codec.schema.prop(s.FileIDsOption); p == nil || p.node.typ != "array" || p.node.items.typ != "string" {
+				return fmt.Errorf("operation %s: FileIDsOption %q is not a list of strings among its options", s.Name, s.FileIDsOption)
+			}
+		}
+		op := &Operation{Name: s.Name, Kind: KindOperation, Description: s.Description, Engine: s.Engine, Price: s.Price,
+			InputFormats: s.InputFormats, FileIDsOption: s.FileIDsOption, Hidden: s.Hidden, codec: codec}
+		r.ops[s.Name] = op
+		r.order = append(r.order, op)
 	}
 	return nil
 }
 
-// Engines names the engines an operation or preset needs.
-func (op *Operation) Engines() []string {
-	if op.Kind == "operation" {
-		return []string{op.Engine}
+// AddPreset registers a preset whose steps' operations are registered already. Each
+// step's fixed options are checked against its operation now, so a preset that could
+// never run is refused at start-up.
+func (r *Registry) AddPreset(s PresetSpec) error {
+	if r.presets[s.Name] != nil {
+		return fmt.Errorf("preset %s is registered twice", s.Name)
 	}
+	if len(s.Steps) == 0 {
+		return fmt.Errorf("preset %s has no steps", s.Name)
+	}
+	codec, err := newOptionsCodec(s.Options)
+	if err != nil {
+		return fmt.Errorf("preset %s options: %w", s.Name, err)
+	}
+	p := &Operation{Name: s.Name, Kind: KindPreset, Description: s.Description, InputFormats: s.InputFormats, codec: codec}
+	names := map[string]bool{}
+	for _, ss := range s.Steps {
+		op := r.ops[ss.Operation]
+		if op == nil {
+			return fmt.Errorf("preset %s: step %s runs %q, which is not registered", s.Name, ss.Name, ss.Operation)
+		}
+		if op.FileIDsOption != "" {
+			return fmt.Errorf("preset %s: step %s runs %s, which takes several files", s.Name, ss.Name, op.Name)
+		}
+		if ss.Name == "" || names[ss.Name] {
+			return fmt.Errorf("preset %s: every step needs a name of its own (%q)", s.Name, ss.Name)
+		}
+		names[ss.Name] = true
+		opts := ss.Options
+		if opts == "" {
+			opts = "{}"
+		}
+		canon, err := op.codec.canonical(json.RawMessage(opts))
+		if err != nil {
+			return fmt.Errorf("preset %s: step %s options: %w", s.Name, ss.Name, err)
+		}
+		p.Steps = append(p.Steps, &Step{Name: ss.Name, Operation: op, Options: canon, When: ss.When,
+			Intermediate: ss.Intermediate, FromFile: ss.FromFile})
+	}
+	for _, prop := range codec.schema.props {
+		taken := false
+		for _, st := range p.Steps {
+			taken = taken || st.Operation.codec.schema.prop(prop.name) != nil
+		}
+		if !taken {
+			return fmt.Errorf("preset %s: option %s is taken by none of its steps", s.Name, prop.name)
+		}
+	}
+	last := p.Steps[len(p.Steps)-1]
+	if last.Intermediate {
+		return fmt.Errorf("preset %s: its last step %s cannot be intermediate", s.Name, last.Name)
+	}
+	p.Price = p.stepsPrice(p.Steps)
+	r.presets[s.Name] = p
+	r.order = append(r.order, p)
+	return nil
+}
+
+// stepsPrice sums the prices of steps: per page when any step is page-wise, with the
+// per-file parts as the base.
+func (p *Operation) stepsPrice(steps []*Step) Price {
+	var out Price
+	out.Per = "file"
+	for _, st := range steps {
+		pr := st.Operation.Price
+		if pr.Per == "page" {
+			out.Per = "page"
+			out.Credits += pr.Credits
+			out.Base += pr.Base
+		} else {
+			out.Base += pr.Credits + pr.Base
+		}
+	}
+	if out.Per == "file" {
+		out.Credits, out.Base = out.Base, 0
+	}
+	return out
+}
+
+// Operation returns the operation named name, or nil.
+func (r *Registry) Operation(name string) *Operation { return r.ops[name] }
+
+// Preset returns the preset named name, or nil.
+func (r *Registry) Preset(name string) *Operation { return r.presets[name] }
+
+// Find returns the operation or preset a job names.
+func (r *Registry) Find(operation, preset string) *Operation {
+	if preset != "" {
+		return r.presets[preset]
+	}
+	return r.ops[operation]
+}
+
+// List returns what clients may request: operations then presets, in registration order.
+func (r *Registry) List() []*Operation {
+	out := make([]*Operation, 0, len(r.order))
+	for _, op := range r.order {
+		if !op.Hidden {
+			out = append(out, op)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind == KindOperation && out[j].Kind == KindPreset })
+	return out
+}
+
+// PresetNames lists the presets, for messages.
+func (r *Registry) PresetNames() []string {
 	var out []string
-	for _, s := range op.Steps {
-		if e := FindOperation(s, "operation"); e != nil && !slices.Contains(out, e.Engine) {
-			out = append(out, e.Engine)
+	for _, op := range r.order {
+		if op.Kind == KindPreset {
+			out = append(out, op.Name)
 		}
 	}
 	return out
 }
 
-// Accepts reports whether the operation takes a file of this format.
-func (op *Operation) Accepts(f Format) bool {
-	for _, e := range op.InputFormats {
+// Families lists every engine family of the registry.
+func (r *Registry) Families() []string {
+	var out []string
+	for _, op := range r.order {
+		if op.Kind == KindOperation && !slices.Contains(out, op.Engine) {
+			out = append(out, op.Engine)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Pipeline returns the steps that run for a file of format f: the operation itself,
+// or the preset's steps whose When takes the job's file format.
+func (op *Operation) Pipeline(f Format) []*Step {
+	if op.Kind == KindOperation {
+		return []*Step{{Name: op.Name, Operation: op}}
+	}
+	var out []*Step
+	for _, st := range op.Steps {
+		if len(st.When) == 0 || formatIn(f, st.When) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func formatIn(f Format, list []string) bool {
+	for _, e := range list {
 		if e == "*" || FormatMatches(f, e) {
 			return true
 		}
@@ -138,161 +283,103 @@ func (op *Operation) Accepts(f Format) bool {
 	return false
 }
 
-// ValidateOptions checks options against the operation's schema and returns them in
-// canonical form (defaults filled in). Codes: invalid_request with param options.NAME.
-func (op *Operation) ValidateOptions(raw json.RawMessage) (json.RawMessage, error) {
-	opts := map[string]any{}
-	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&opts); err != nil {
-			return nil, InvalidParam("options", "options must be a JSON object")
+// Engines names the engine families an input of format f needs, sorted.
+func (op *Operation) Engines(f Format) []string {
+	var out []string
+	for _, st := range op.Pipeline(f) {
+		if !slices.Contains(out, st.Operation.Engine) {
+			out = append(out, st.Operation.Engine)
 		}
 	}
-	known := map[string]Option{}
-	for _, o := range op.Options {
-		known[o.Name] = o
-	}
-	names := make([]string, 0, len(opts))
-	for k := range opts {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		o, ok := known[k]
-		if !ok {
-			if len(op.Options) == 0 {
-				return nil, InvalidParam("options."+k, "%s %s takes no options", op.Kind, op.Name)
-			}
-			return nil, InvalidParam("options."+k, "unknown option %q for %s (known: %s)", k, op.Name, strings.Join(optionNames(op), ", "))
-		}
-		v, err := o.check(opts[k])
-		if err != nil {
-			return nil, err
-		}
-		opts[k] = v
-	}
-	for _, o := range op.Options {
-		if _, set := opts[o.Name]; !set && o.Default != nil {
-			opts[o.Name] = o.Default
-		}
-	}
-	return json.Marshal(opts)
+	sort.Strings(out)
+	return out
 }
 
-func optionNames(op *Operation) []string {
-	out := make([]string, 0, len(op.Options))
-	for _, o := range op.Options {
-		out = append(out, o.Name)
+// operations lists the operations it may run: itself, or every step's.
+func (op *Operation) operations() []*Operation {
+	if op.Kind == KindOperation {
+		return []*Operation{op}
+	}
+	out := make([]*Operation, len(op.Steps))
+	for i, st := range op.Steps {
+		out[i] = st.Operation
 	}
 	return out
 }
 
-func (o Option) check(v any) (any, error) {
-	param := "options." + o.Name
-	bad := func(format string, args ...any) error { return InvalidParam(param, format, args...) }
-	switch o.Type {
-	case "string":
-		s, ok := v.(string)
-		if !ok {
-			return nil, bad("%s must be a string", o.Name)
-		}
-		if len(s) > 1000 {
-			return nil, bad("%s is too long", o.Name)
-		}
-		if len(o.Enum) > 0 && !slices.Contains(o.Enum, s) {
-			return nil, bad("%s must be one of %s", o.Name, strings.Join(o.Enum, ", "))
-		}
-		return s, nil
-	case "boolean":
-		b, ok := v.(bool)
-		if !ok {
-			return nil, bad("%s must be true or false", o.Name)
-		}
-		return b, nil
-	case "integer", "number":
-		n, ok := v.(json.Number)
-		if !ok {
-			return nil, bad("%s must be a number", o.Name)
-		}
-		f, err := n.Float64()
-		if err != nil || math.IsInf(f, 0) {
-			return nil, bad("%s must be a number", o.Name)
-		}
-		if o.Type == "integer" && f != math.Trunc(f) {
-			return nil, bad("%s must be an integer", o.Name)
-		}
-		if o.Min != nil && f < *o.Min || o.Max != nil && f > *o.Max {
-			return nil, bad("%s must be between %g and %g", o.Name, deref(o.Min, math.Inf(-1)), deref(o.Max, math.Inf(1)))
-		}
-		if len(o.Enum) > 0 && !slices.Contains(o.Enum, n.String()) {
-			return nil, bad("%s must be one of %s", o.Name, strings.Join(o.Enum, ", "))
-		}
-		if o.Type == "integer" {
-			return int64(f), nil
-		}
-		return f, nil
-	case "array":
-		items, ok := v.([]any)
-		if !ok {
-			return nil, bad("%s must be an array of strings", o.Name)
-		}
-		if o.MaxItems > 0 && len(items) > o.MaxItems {
-			return nil, bad("%s takes at most %d items", o.Name, o.MaxItems)
-		}
-		for _, it := range items {
-			if _, ok := it.(string); !ok {
-				return nil, bad("%s must be an array of strings", o.Name)
-			}
-		}
-		return items, nil
+// allEngines names every engine family any of its steps may need.
+func (op *Operation) allEngines() []string {
+	if op.Kind == KindOperation {
+		return []string{op.Engine}
 	}
-	return nil, fmt.Errorf("option %s has unknown type %s", o.Name, o.Type)
+	var out []string
+	for _, st := range op.Steps {
+		if !slices.Contains(out, st.Operation.Engine) {
+			out = append(out, st.Operation.Engine)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
-func deref(p *float64, d float64) float64 {
-	if p == nil {
-		return d
-	}
-	return *p
+// QueueName is the queue of the jobs that need these engine families: a worker takes
+// jobs from a queue only when it runs every family the queue names.
+func QueueName(families []string) string { return "engine:" + strings.Join(families, "+") }
+
+// Accepts reports whether the operation takes a file of this format.
+func (op *Operation) Accepts(f Format) bool { return formatIn(f, op.InputFormats) }
+
+// ValidateOptions checks options against the operation's schema and its rules across
+// fields, and returns them in canonical form (defaults filled in). Codes:
+// invalid_request with param options.NAME.
+func (op *Operation) ValidateOptions(raw json.RawMessage) (json.RawMessage, error) {
+	return op.codec.canonical(raw)
 }
 
-// Schema renders the options as a JSON schema object.
-func (op *Operation) Schema() map[string]any {
-	props := map[string]any{}
-	for _, o := range op.Options {
-		p := map[string]any{"type": o.Type, "description": o.Description}
-		if o.Type == "array" {
-			p["items"] = map[string]any{"type": "string"}
-			if o.MaxItems > 0 {
-				p["maxItems"] = o.MaxItems
-			}
-		}
-		if len(o.Enum) > 0 {
-			if o.Type == "integer" {
-				var ints []int
-				for _, e := range o.Enum {
-					var n int
-					fmt.Sscan(e, &n)
-					ints = append(ints, n)
-				}
-				p["enum"] = ints
-			} else {
-				p["enum"] = o.Enum
-			}
-		}
-		if o.Min != nil {
-			p["minimum"] = *o.Min
-		}
-		if o.Max != nil {
-			p["maximum"] = *o.Max
-		}
-		if o.Default != nil {
-			p["default"] = o.Default
-		}
-		props[o.Name] = p
+// StepOptions are the options a step runs with: its fixed options, plus those of the
+// job's (preset) options its operation takes. A direct operation runs with the job's.
+func (st *Step) StepOptions(job json.RawMessage) (json.RawMessage, error) {
+	if st.Options == nil {
+		return job, nil
 	}
-	return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+	var fixed, given map[string]any
+	if err := json.Unmarshal(st.Options, &fixed); err != nil {
+		return nil, err
+	}
+	if len(job) > 0 {
+		if err := json.Unmarshal(job, &given); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range given {
+		if st.Operation.codec.schema.prop(k) != nil {
+			fixed[k] = v
+		}
+	}
+	return json.Marshal(fixed)
+}
+
+// Estimate is the credits reserved for running op on f with these (canonical) options:
+// exact when the file's pages were counted at completion.
+func (op *Operation) Estimate(f *File) int64 {
+	pages := f.Pages
+	if pages <= 0 {
+		pages = estimatePages(f)
+	}
+	var total int64
+	for _, st := range op.Pipeline(Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}) {
+		total += st.Operation.Price.cost(pages)
+	}
+	return total
+}
+
+// estimatePages guesses the pages of a file whose pages were not counted (a format
+// without pages, or too large to count): settlement charges what was processed, never
+// more than this reservation.
+func estimatePages(f *File) int {
+	const bytesPerPage = 64 << 10
+	pages := (f.ByteSize + bytesPerPage - 1) / bytesPerPage
+	return int(max(1, min(pages, 2000)))
 }
 
 // OperationView is the operation object of GET /v1/operations.
@@ -306,14 +393,73 @@ type OperationView struct {
 	Price         Price          `json:"price"`
 	InputFormats  []string       `json:"input_formats"`
 	OptionsSchema map[string]any `json:"options_schema"`
+	Steps         []StepView     `json:"steps,omitempty"`
 }
 
-// View returns the operation's representation given the engines this deployment runs.
-func (op *Operation) View(available func(engine string) bool) OperationView {
+// StepView is one step of a preset as GET /v1/operations shows it.
+type StepView struct {
+	Name      string          `json:"name"`
+	Operation string          `json:"operation"`
+	Options   json.RawMessage `json:"options"`
+	When      []string        `json:"when,omitempty"`
+}
+
+// View returns the operation's representation given the engine families live workers
+// run. A preset is available when every engine any of its steps may need is.
+func (op *Operation) View(live func(engine string) bool) OperationView {
 	ok := true
-	for _, e := range op.Engines() {
-		ok = ok && available(e)
+	engines := op.allEngines()
+	for _, e := range engines {
+		ok = ok && live(e)
 	}
-	return OperationView{Object: "operation", Name: op.Name, Kind: op.Kind, Description: op.Description, Available: ok,
-		Engine: strings.Join(op.Engines(), "+"), Price: op.Price, InputFormats: op.InputFormats, OptionsSchema: op.Schema()}
+	v := OperationView{Object: "operation", Name: op.Name, Kind: op.Kind, Description: op.Description, Available: ok,
+		Engine: strings.Join(engines, "+"), Price: op.Price, InputFormats: op.InputFormats, OptionsSchema: op.OptionsSchema()}
+	for _, st := range op.Steps {
+		v.Steps = append(v.Steps, StepView{Name: st.Name, Operation: st.Operation.Name, Options: st.Options, When: st.When})
+	}
+	return v
+}
+
+// OptionsSchema is the JSON schema of the operation's options.
+func (op *Operation) OptionsSchema() map[string]any { return op.codec.schema.JSONSchema() }
+
+// EngineSets lists every set of engine families a job may need (a preset needs
+// different ones for different inputs), each sorted: the queues jobs can be put on.
+func (r *Registry) EngineSets() [][]string {
+	seen := map[string]bool{}
+	var out [][]string
+	add := func(set []string) {
+		set = slices.Compact(slices.Sorted(slices.Values(set)))
+		if k := strings.Join(set, "+"); !seen[k] {
+			seen[k] = true
+			out = append(out, set)
+		}
+	}
+	for _, op := range r.order {
+		if op.Kind == KindOperation {
+			if !op.Hidden {
+				add([]string{op.Engine})
+			}
+			continue
+		}
+		var always []string
+		var optional []*Step
+		for _, st := range op.Steps {
+			if len(st.When) == 0 {
+				always = append(always, st.Operation.Engine)
+			} else {
+				optional = append(optional, st)
+			}
+		}
+		for mask := 0; mask < 1<<len(optional); mask++ {
+			set := slices.Clone(always)
+			for i, st := range optional {
+				if mask&(1<<i) != 0 {
+					set = append(set, st.Operation.Engine)
+				}
+			}
+			add(set)
+		}
+	}
+	return out
 }

@@ -275,10 +275,47 @@ type MultipartBlobs interface {
 	AbortMultipart(ctx context.Context, key, uploadID string) error
 }
 
+// JobTask is a job as the queue carries it.
+type JobTask struct {
+	JobID string
+	// Queue is the queue of the engine families the job needs (QueueName): only a
+	// worker running all of them takes it.
+	Queue string
+	// Timeout bounds one attempt.
+	Timeout time.Duration
+}
+
 // Queue hands work to workers. Enqueueing the same task id twice is harmless.
 type Queue interface {
-	EnqueueJob(ctx context.Context, jobID string) error
+	EnqueueJob(ctx context.Context, t JobTask) error
 	Ping(ctx context.Context) error
+}
+
+// EngineInfo is what live workers report of one engine family.
+type EngineInfo struct {
+	Version string `json:"version"`
+	Workers int    `json:"workers"` // live worker processes running it
+}
+
+// EngineDirectory tells which engine families live workers run: an operation is
+// available while one does.
+type EngineDirectory interface {
+	LiveEngines(ctx context.Context) (map[string]EngineInfo, error)
+}
+
+// PageCounter counts the pages of a stored file at completion, so that a per-page
+// price is exact when a job is admitted.
+type PageCounter interface {
+	// Counts reports whether it counts the pages of files of format f.
+	Counts(f Format) bool
+	// CountPages returns the pages of the file at path, of format f.
+	CountPages(ctx context.Context, path string, f Format) (int, error)
+}
+
+// OutputVerifier checks an engine's output before it is stored: a PDF parses, an image
+// decodes. Codes: output_validation_failed.
+type OutputVerifier interface {
+	VerifyOutput(ctx context.Context, a EngineArtifact) error
 }
 
 // Clock tells the time; tests replace it.

@@ -286,14 +286,3 @@ func (e *WebhookEndpoint) CreatedView() WebhookEndpointView {
 	v.Secret = e.Secret
 	return v
 }
-
-// ListOperations returns every operation and preset of the contract, each saying
-// whether this deployment can run it now: all the engines it needs are here.
-func (s *Jobs) ListOperations() []OperationView {
-	available := func(engine string) bool { return s.Engines[engine] != nil }
-	out := make([]OperationView, 0, len(Operations))
-	for _, op := range Operations {
-		out = append(out, op.View(available))
-	}
-	return out
-}

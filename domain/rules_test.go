@@ -151,27 +151,6 @@ func TestBatchMembersInRequestOrder(t *testing.T) {
 	require.Equal(t, order, fileIDs(read["items"].([]any)))
 }
 
-// TestListOperations: every operation is listed; one is available exactly when every
-// engine it needs runs here.
-func TestListOperations(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, dbtest.Open(t, dbtest.SQLite(t)))
-	ops := e.svc.Jobs.ListOperations()
-	require.Len(t, ops, len(domain.Operations))
-	byName := map[string]domain.OperationView{}
-	for _, op := range ops {
-		byName[op.Kind+":"+op.Name] = op
-	}
-	require.True(t, byName["operation:inspect"].Available)
-	require.True(t, byName["preset:inspect"].Available)
-	require.False(t, byName["operation:scan"].Available, "no scan engine here")
-	require.False(t, byName["preset:ai-ready"].Available, "needs engines this deployment lacks")
-	empty := domain.NewServices(domain.DefaultConfig(), domain.Deps{Store: e.store})
-	for _, op := range empty.Jobs.ListOperations() {
-		require.False(t, op.Available, op.Name)
-	}
-}
-
 // TestRateLimits: the bucket is the key's, with its own limit when it has one, or the
 // client address's when no key was accepted; looking takes nothing. While the limiter
 // fails, requests are let through and the outage is logged once, then once per interval

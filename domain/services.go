@@ -22,10 +22,25 @@ type Config struct {
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
 	AuthCacheTTL time.Duration
+	// JobTimeout bounds one attempt of an operation that has no timeout of its own in
+	// OperationTimeouts; a preset's attempt gets the sum of its steps'.
+	JobTimeout        time.Duration
+	OperationTimeouts map[string]time.Duration
 	// IdempotencyLease is how long a request's claim of its Idempotency-Key outlives its
 	// holder's last renewal (renewed five times per lease while the request runs): a
 	// retry takes over the claim of a request whose process died this long after it died.
 	IdempotencyLease time.Duration
+}
+
+// OperationTimeout bounds one attempt of the named operation.
+func (c Config) OperationTimeout(name string) time.Duration {
+	if d, ok := c.OperationTimeouts[name]; ok && d > 0 {
+		return d
+	}
+	if c.JobTimeout > 0 {
+		return c.JobTimeout
+	}
+	return 10 * time.Minute
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -41,6 +56,7 @@ func DefaultConfig() Config {
 		IdempotencyLease:        5 * time.Second,
 		MaxWebhookEndpoints:     20,
 		AuthCacheTTL:            time.Second,
+		JobTimeout:              10 * time.Minute,
 	}
 }
 
@@ -61,6 +77,13 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
 	case c.IdempotencyLease < 10*time.Millisecond || c.IdempotencyLease > time.Minute:
 		return errors.New("the idempotency lease must be between 10ms and 1m")
+	case c.JobTimeout < 0:
+		return errors.New("FILEMILL_JOB_TIMEOUT must not be negative")
+	}
+	for name, d := range c.OperationTimeouts {
+		if d <= 0 {
+			return fmt.Errorf("FILEMILL_OPERATION_TIMEOUTS: %s needs a positive duration", name)
+		}
 	}
 	return nil
 }
@@ -82,18 +105,24 @@ type Services struct {
 	Log           *slog.Logger
 }
 
-// Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines and Limiter
-// may be nil in processes that touch no bytes, run no jobs and serve no requests (admin
-// commands). Log defaults to slog's default logger.
+// Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines, Directory,
+// Pages, Verifier and Limiter may be nil in processes that touch no bytes, run no jobs
+// and serve no requests (admin commands). Log defaults to slog's default logger.
 type Deps struct {
-	Store   Store
-	Clock   Clock
-	Blobs   Blobs
-	Fetcher Fetcher
-	Queue   Queue
+	Store    Store
+	Clock    Clock
+	Blobs    Blobs
+	Fetcher  Fetcher
+	Queue    Queue
+	Registry *Registry // every operation and preset; empty when nil
+	// Engines are the engine families this process runs, by family name.
 	Engines map[string]Engine
-	Limiter RateLimiter
-	Log     *slog.Logger
+	// Directory tells which families live workers run; nil: only this process's Engines.
+	Directory EngineDirectory
+	Pages     PageCounter
+	Verifier  OutputVerifier
+	Limiter   RateLimiter
+	Log       *slog.Logger
 }
 
 // NewServices wires the services over their ports.
@@ -110,8 +139,12 @@ func NewServices(cfg Config, d Deps) *Services {
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
 	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
-	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Engines: d.Engines}
-	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg}
+	if d.Registry == nil {
+		d.Registry = NewRegistry()
+	}
+	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
+		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
 	metered := ok && m.MetersEgress()

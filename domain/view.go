@@ -21,6 +21,7 @@ type ArtifactView struct {
 	CreatedAt time.Time `json:"created_at"`
 	FileID    string    `json:"file_id"`
 	JobID     string    `json:"job_id"`
+	Step      *string   `json:"step"`
 	Name      string    `json:"name"`
 	MIMEType  string    `json:"mime_type"`
 	ByteSize  int64     `json:"byte_size"`
@@ -30,7 +31,7 @@ type ArtifactView struct {
 // View returns the artifact's representation.
 func (a *Artifact) View() ArtifactView {
 	return ArtifactView{ID: a.ID, Object: "artifact", CreatedAt: a.CreatedAt, FileID: a.FileID, JobID: a.JobID,
-		Name: a.Name, MIMEType: a.MIMEType, ByteSize: a.ByteSize, SHA256: nullable(a.SHA256)}
+		Step: nullable(a.Step), Name: a.Name, MIMEType: a.MIMEType, ByteSize: a.ByteSize, SHA256: nullable(a.SHA256)}
 }
 
 func artifactViews(as []*Artifact) []ArtifactView {
@@ -139,6 +140,7 @@ type FileView struct {
 	ByteSize         *int64         `json:"byte_size"`
 	DeclaredMIMEType *string        `json:"declared_mime_type"`
 	DetectedFormat   *Format        `json:"detected_format"`
+	Pages            *int           `json:"pages"`
 	SHA256           *string        `json:"sha256"`
 	DuplicateOf      *string        `json:"duplicate_of"`
 	Findings         []Finding      `json:"findings"`
@@ -155,6 +157,10 @@ func (f *File) View() FileView {
 		v.DetectedFormat = &Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}
 		size := f.ByteSize
 		v.ByteSize = &size
+	}
+	if f.Pages > 0 {
+		pages := f.Pages
+		v.Pages = &pages
 	}
 	if v.Findings == nil {
 		v.Findings = []Finding{}

@@ -43,11 +43,12 @@ func NewJobRunTask(jobID string) *asynq.Task {
 
 // QueueConfig sets how job tasks are enqueued.
 type QueueConfig struct {
-	// Name of the asynq queue.
+	// Name of the asynq queue of tasks that name none.
 	Name string
 	// MaxRetry is the number of retries after the first attempt (2 = 3 attempts).
 	MaxRetry int
-	// JobTimeout bounds one attempt; the handler's context is cancelled after it.
+	// JobTimeout bounds one attempt of a task that names no deadline; the handler's
+	// context is cancelled after it.
 	JobTimeout time.Duration
 	// Retention keeps a finished task (and so its id) this long, so a late second
 	// enqueue of a finished job is refused as a duplicate instead of running it again.
@@ -101,21 +102,30 @@ func NewQueueWithConfig(opt asynq.RedisConnOpt, cfg QueueConfig) (*Queue, error)
 	return &Queue{cfg: cfg, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb)}, nil
 }
 
-// EnqueueJob queues the job's task. Enqueueing a job that is already queued, running
-// or recently finished does nothing and is not an error: the task id is the job id.
-func (q *Queue) EnqueueJob(ctx context.Context, jobID string) error {
-	if jobID == "" {
+// EnqueueJob queues the job's task on the queue of its engines, with its deadline
+// (the configured ones when the task names none). Enqueueing a job that is already
+// queued, running or recently finished does nothing and is not an error: the task id
+// is the job id.
+func (q *Queue) EnqueueJob(ctx context.Context, t domain.JobTask) error {
+	if t.JobID == "" {
 		return errors.New("enqueue job: empty job id")
 	}
-	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(jobID),
-		asynq.TaskID(jobID),
-		asynq.Queue(q.cfg.Name),
+	queue, timeout := t.Queue, t.Timeout
+	if queue == "" {
+		queue = q.cfg.Name
+	}
+	if timeout <= 0 {
+		timeout = q.cfg.JobTimeout
+	}
+	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(t.JobID),
+		asynq.TaskID(t.JobID),
+		asynq.Queue(queue),
 		asynq.MaxRetry(q.cfg.MaxRetry),
-		asynq.Timeout(q.cfg.JobTimeout),
+		asynq.Timeout(timeout),
 		asynq.Retention(q.cfg.Retention),
 	)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue job %s: %w", jobID, err)
+		return fmt.Errorf("enqueue job %s: %w", t.JobID, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -19,8 +20,8 @@ func TestQueue(t *testing.T) {
 
 		t.Run("DoubleEnqueueIsOneTask", func(t *testing.T) {
 			b := setup(t, open(t))
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01DOUBLE"))
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01DOUBLE"), "a second enqueue is harmless")
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01DOUBLE"}))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01DOUBLE"}), "a second enqueue is harmless")
 
 			info, err := b.insp.GetQueueInfo(jobs.DefaultQueueName)
 			require.NoError(t, err)
@@ -45,10 +46,20 @@ func TestQueue(t *testing.T) {
 			q, err := jobs.NewQueueWithConfig(b.opt, cfg)
 			require.NoError(t, err)
 			defer q.Close()
-			require.NoError(t, q.EnqueueJob(ctx, "job_01TIMEOUT"))
+			require.NoError(t, q.EnqueueJob(ctx, domain.JobTask{JobID: "job_01TIMEOUT"}))
 			task, err := b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01TIMEOUT")
 			require.NoError(t, err)
 			require.Equal(t, 90*time.Second, task.Timeout)
+		})
+
+		t.Run("TaskNamesItsQueueAndDeadline", func(t *testing.T) {
+			b := setup(t, open(t))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01ENGINE", Queue: "engine:office+pdf", Timeout: 3 * time.Minute}))
+			task, err := b.insp.GetTaskInfo("engine:office+pdf", "job_01ENGINE")
+			require.NoError(t, err)
+			require.Equal(t, 3*time.Minute, task.Timeout)
+			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01ENGINE")
+			require.Error(t, err, "not on the default queue")
 		})
 
 		t.Run("Ping", func(t *testing.T) {
@@ -59,7 +70,7 @@ func TestQueue(t *testing.T) {
 		t.Run("QueueDepth", func(t *testing.T) {
 			b := setup(t, open(t))
 			for _, id := range []string{"job_01A", "job_01B", "job_01C"} {
-				require.NoError(t, b.queue.EnqueueJob(ctx, id))
+				require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: id}))
 			}
 			depth, err := jobs.QueueDepth(ctx, b.insp)
 			require.NoError(t, err)
@@ -84,7 +95,7 @@ func TestQueue(t *testing.T) {
 	t.Run("RejectsEmptyJobID", func(t *testing.T) {
 		q := jobs.NewQueue(asynq.RedisClientOpt{Addr: "127.0.0.1:1"})
 		defer q.Close()
-		require.Error(t, q.EnqueueJob(context.Background(), ""))
+		require.Error(t, q.EnqueueJob(context.Background(), domain.JobTask{JobID: ""}))
 	})
 }
 

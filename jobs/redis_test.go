@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -87,7 +88,7 @@ func TestEmbeddedRedis(t *testing.T) {
 		}))
 	})
 	require.NoError(t, b.queue.Ping(context.Background()))
-	require.NoError(t, b.queue.EnqueueJob(context.Background(), "job_01EMBEDDED"))
+	require.NoError(t, b.queue.EnqueueJob(context.Background(), domain.JobTask{JobID: "job_01EMBEDDED"}))
 	select {
 	case id := <-ran:
 		require.Equal(t, "job_01EMBEDDED", id)

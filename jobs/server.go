@@ -36,6 +36,17 @@ type ServerConfig struct {
 	// DelayedTaskCheckInterval is how often tasks due for a retry are moved back to
 	// their queue (asynq: 5s); a retry runs up to this much later than its delay.
 	DelayedTaskCheckInterval time.Duration
+	// Pools are further sets of queues, each served with a concurrency of its own
+	// beside Queues: the engines' queues, so that slow work in one cannot take the
+	// slots of another.
+	Pools []Pool
+}
+
+// Pool is a set of queues served by Concurrency tasks at a time.
+type Pool struct {
+	Name        string
+	Queues      map[string]int
+	Concurrency int
 }
 
 // DefaultServerConfig is the configuration zero fields fall back to.
@@ -91,6 +102,16 @@ func (c ServerConfig) Validate() error {
 			return fmt.Errorf("worker Queues: %q needs a name and a priority of at least 1 (has %d)", name, prio)
 		}
 	}
+	for _, p := range c.Pools {
+		if p.Concurrency < 1 || len(p.Queues) == 0 {
+			return fmt.Errorf("worker pool %s: needs queues and a concurrency of at least 1 (has %d)", p.Name, p.Concurrency)
+		}
+		for name, prio := range p.Queues {
+			if name == "" || prio < 1 {
+				return fmt.Errorf("worker pool %s: queue %q needs a name and a priority of at least 1", p.Name, name)
+			}
+		}
+	}
 	return nil
 }
 
@@ -114,6 +135,7 @@ type Server struct {
 	log       *slog.Logger
 	rdb       redis.UniversalClient
 	srv       *asynq.Server
+	pools     []*asynq.Server
 	mux       *asynq.ServeMux
 	client    *asynq.Client
 	inspector *asynq.Inspector
@@ -121,6 +143,7 @@ type Server struct {
 	mu       sync.Mutex
 	periodic []*periodicEntry
 	local    []*localEntry
+	hooks    []func() // run at Shutdown, after the tasks
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown sync.Once
@@ -138,18 +161,26 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	s.client = asynq.NewClientFromRedisClient(s.rdb)
 	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
 	s.mux.Use(SkipNonRetryable)
-	s.srv = asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
-		Concurrency:              cfg.Concurrency,
+	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues)
+	for _, p := range cfg.Pools {
+		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues))
+	}
+	return s
+}
+
+func (s *Server) newAsynq(concurrency int, queues map[string]int) *asynq.Server {
+	cfg := s.cfg
+	return asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
+		Concurrency:              concurrency,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
-		Queues:                   cfg.Queues,
+		Queues:                   queues,
 		RetryDelayFunc:           cfg.RetryDelayFunc,
 		TaskCheckInterval:        cfg.TaskCheckInterval,
 		DelayedTaskCheckInterval: cfg.DelayedTaskCheckInterval,
 		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
-		Logger:                   asynqLogger{logger},
-		LogLevel:                 asynqLevel(logger),
+		Logger:                   asynqLogger{s.log},
+		LogLevel:                 asynqLevel(s.log),
 	})
-	return s
 }
 
 // Handle routes tasks of one type to h. Register every type before Start.
@@ -169,6 +200,15 @@ func (s *Server) Start() error {
 	}
 	if err := s.srv.Start(s.mux); err != nil {
 		return fmt.Errorf("start worker server: %w", err)
+	}
+	for i, p := range s.pools {
+		if err := p.Start(s.mux); err != nil {
+			for _, started := range s.pools[:i] {
+				started.Shutdown()
+			}
+			s.srv.Shutdown()
+			return fmt.Errorf("start worker pool %s: %w", s.cfg.Pools[i].Name, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -200,9 +240,28 @@ func (s *Server) Shutdown() {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
-		s.srv.Shutdown()
+		// The pools stop together, so their running tasks share one shutdown timeout.
+		var wg sync.WaitGroup
+		for _, p := range append([]*asynq.Server{s.srv}, s.pools...) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.Shutdown()
+			}()
+		}
+		wg.Wait()
+		for _, h := range s.hooks {
+			h()
+		}
 		_ = s.rdb.Close()
 	})
+}
+
+// onShutdown registers fn to run at Shutdown, after the last task.
+func (s *Server) onShutdown(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, fn)
 }
 
 // Inspector reads queue and task state (for tests and metrics); it shares the
@@ -216,9 +275,15 @@ func (s *Server) QueueDepth(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for q := range s.cfg.Queues {
-		if _, ok := depth[q]; !ok {
-			depth[q] = 0
+	queues := []map[string]int{s.cfg.Queues}
+	for _, p := range s.cfg.Pools {
+		queues = append(queues, p.Queues)
+	}
+	for _, qs := range queues {
+		for q := range qs {
+			if _, ok := depth[q]; !ok {
+				depth[q] = 0
+			}
 		}
 	}
 	return depth, nil

@@ -40,7 +40,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01RUN"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
 			select {
 			case p := <-ran:
 				require.Equal(t, "job_01RUN", p.JobID)
@@ -49,7 +49,7 @@ func TestServer(t *testing.T) {
 			}
 			b.waitState(t, "job_01RUN", asynq.TaskStateCompleted)
 			// Completed and retained: enqueueing the finished job again does not run it again.
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01RUN"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
 			time.Sleep(300 * time.Millisecond)
 			require.Empty(t, ran)
 		})
@@ -63,7 +63,7 @@ func TestServer(t *testing.T) {
 					return fmt.Errorf("decode page 3: %w", domain.Errorf(domain.CodeCorruptedFile, "the PDF's xref table is broken"))
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01CORRUPT"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01CORRUPT"}))
 			info := b.waitState(t, "job_01CORRUPT", asynq.TaskStateArchived)
 			require.Contains(t, info.LastErr, "corrupted_file")
 			time.Sleep(300 * time.Millisecond) // a retry would be due by now
@@ -84,7 +84,7 @@ func TestServer(t *testing.T) {
 					return errors.New("libreoffice crashed")
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01FLAKY"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01FLAKY"}))
 			info := b.waitState(t, "job_01FLAKY", asynq.TaskStateArchived)
 			require.EqualValues(t, 3, attempts.Load(), "one attempt and two retries")
 			require.Equal(t, 2, info.Retried)
@@ -103,7 +103,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01SECOND"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SECOND"}))
 			b.waitState(t, "job_01SECOND", asynq.TaskStateCompleted)
 			require.EqualValues(t, 2, attempts.Load())
 		})
@@ -123,7 +123,7 @@ func TestServer(t *testing.T) {
 					return nil
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01GRACEFUL"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01GRACEFUL"}))
 			<-started
 			s.Shutdown()
 			select {
@@ -146,7 +146,7 @@ func TestServer(t *testing.T) {
 					return ctx.Err()
 				}))
 			})
-			require.NoError(t, b.queue.EnqueueJob(ctx, "job_01SLOW"))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SLOW"}))
 			<-started
 			begin := time.Now()
 			s.Shutdown()

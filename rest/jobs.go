@@ -38,8 +38,13 @@ func (s *Server) getBatch(w http.ResponseWriter, r *http.Request, p *domain.Prin
 	writeJSON(w, http.StatusOK, b.View(jobs))
 }
 
-func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ *domain.Principal) {
-	writeJSON(w, http.StatusOK, listBody[domain.OperationView]{Object: "list", Data: s.svc.Jobs.ListOperations()})
+func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	ops, err := s.svc.Jobs.ListOperations(r.Context(), p)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, listBody[domain.OperationView]{Object: "list", Data: ops})
 }
 
 func (s *Server) getUsage(w http.ResponseWriter, r *http.Request, p *domain.Principal) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/filemill/filemill/domain"
 )
 
 // openAPIYAML is the /v1 contract as written by hand. YAML because it is long and
@@ -33,9 +35,64 @@ var openAPIJSON = sync.OnceValue(func() []byte {
 // owns the returned slice.
 func OpenAPIJSON() []byte { return bytes.Clone(openAPIJSON()) }
 
-// OpenAPIHandler serves the OpenAPI document as JSON (GET /v1/openapi.json).
-func OpenAPIHandler() http.Handler {
-	doc := openAPIJSON() // convert now, so a broken document fails at start-up
+// OpenAPIDocument returns the document a deployment serves: the written one, with the
+// options of every operation and preset of reg generated into the schema
+// OperationOptions from the same declarations the service checks options against.
+func OpenAPIDocument(reg *domain.Registry) ([]byte, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(openAPIYAML, &root); err != nil {
+		return nil, err
+	}
+	schemas := mappingValue(mappingValue(root.Content[0], "components"), "schemas")
+	if schemas == nil {
+		return nil, fmt.Errorf("openapi.yaml has no components.schemas")
+	}
+	props := map[string]any{}
+	names := []string{}
+	for _, op := range reg.List() {
+		key := op.Name
+		if op.Kind == domain.KindPreset {
+			key = "preset:" + op.Name
+		}
+		props[key] = op.OptionsSchema()
+		names = append(names, key)
+	}
+	gen := map[string]any{
+		"type":        "object",
+		"description": "The `options` each operation takes (and, under `preset:NAME`, each preset), by name: generated from the engines' declarations, the schemas requests are checked against. The same schemas are `options_schema` of `GET /v1/operations`.",
+		"properties":  props,
+	}
+	raw, err := json.Marshal(gen)
+	if err != nil {
+		return nil, err
+	}
+	var value yaml.Node
+	if err := yaml.Unmarshal(raw, &value); err != nil {
+		return nil, err
+	}
+	schemas.Content = append(schemas.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "OperationOptions"}, value.Content[0])
+	var buf bytes.Buffer
+	if err := writeJSONNode(&buf, &root, 0); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// mappingValue is the value of key in a mapping node, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// OpenAPIHandler serves an OpenAPI document as JSON (GET /v1/openapi.json).
+func OpenAPIHandler(doc []byte) http.Handler {
 	length := strconv.Itoa(len(doc))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/rest/openapitest"
 )
@@ -258,19 +259,57 @@ func enumOf(t *testing.T, s *openapi3.Schema) []string {
 
 func TestOpenAPIHandler(t *testing.T) {
 	t.Parallel()
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	served, err := rest.OpenAPIDocument(reg)
+	require.NoError(t, err)
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		rec := httptest.NewRecorder()
-		rest.OpenAPIHandler().ServeHTTP(rec, httptest.NewRequest(method, "/v1/openapi.json", nil))
+		rest.OpenAPIHandler(served).ServeHTTP(rec, httptest.NewRequest(method, "/v1/openapi.json", nil))
 		require.Equal(t, http.StatusOK, rec.Code)
 		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-		require.Equal(t, strconv.Itoa(len(rest.OpenAPIJSON())), rec.Header().Get("Content-Length"))
+		require.Equal(t, strconv.Itoa(len(served)), rec.Header().Get("Content-Length"))
 		if method == http.MethodGet {
-			require.Equal(t, rest.OpenAPIJSON(), rec.Body.Bytes())
+			require.Equal(t, served, rec.Body.Bytes())
 			var doc map[string]any
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
 			require.Equal(t, "3.1.0", doc["openapi"])
 		}
 	}
+}
+
+// TestOpenAPIOperationOptions: the served document carries every operation's options
+// schema, generated from the same declaration GET /v1/operations shows and requests
+// are checked against, and it still loads as a valid OpenAPI document.
+func TestOpenAPIOperationOptions(t *testing.T) {
+	t.Parallel()
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	served, err := rest.OpenAPIDocument(reg)
+	require.NoError(t, err)
+	_, err = openapitest.Load(served)
+	require.NoError(t, err)
+	var doc struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(served, &doc))
+	var gen struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(doc.Components.Schemas["OperationOptions"], &gen))
+	require.NotEmpty(t, reg.List())
+	for _, op := range reg.List() {
+		key := op.Name
+		if op.Kind == domain.KindPreset {
+			key = "preset:" + op.Name
+		}
+		want, err := json.Marshal(op.OptionsSchema())
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(gen.Properties[key]), key)
+	}
+	require.Len(t, gen.Properties, len(reg.List()))
 }
 
 // fixture holds representations built by the domain's own view functions, so the
@@ -348,7 +387,9 @@ func newFixture(t *testing.T) fixture {
 		map[string]any{"id": fx.endpoint.ID, "object": "webhook_endpoint"}, now)
 	require.NoError(t, err)
 	fx.event = ev.View()
-	for _, op := range domain.Operations {
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	for _, op := range reg.List() {
 		fx.operations = append(fx.operations, op.View(func(engine string) bool { return engine == "inspect" }))
 	}
 	return fx

@@ -80,16 +80,18 @@ func TestRetries(t *testing.T) {
 		id := r.json(t)["id"].(string)
 		insp := asynq.NewInspector(b.redisOpt)
 		defer insp.Close()
-		require.NoError(t, insp.DeleteTask(jobs.DefaultQueueName, id), "the task is lost")
+		require.NoError(t, insp.DeleteTask(domain.QueueName([]string{"inspect"}), id), "the task is lost")
 
 		n, err := b.svc.Jobs.RequeueStale(context.Background(), 0, 100)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		info, err := insp.GetTaskInfo(jobs.DefaultQueueName, id)
+		info, err := insp.GetTaskInfo(domain.QueueName([]string{"inspect"}), id)
 		require.NoError(t, err, "the task is back under the job's id")
 		require.Equal(t, id, info.ID)
 
-		w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1,
+			Pools: jobs.EnginePools(b.svc.Jobs.Registry, b.svc.Jobs.Engines, func(string) int { return 1 })},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, b.svc, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 		require.NoError(t, w.Start())
 		defer w.Shutdown()

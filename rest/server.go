@@ -57,7 +57,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
-	s.mux.Handle("GET /v1/openapi.json", s.public(OpenAPIHandler()))
+	doc, err := OpenAPIDocument(s.svc.Jobs.Registry)
+	if err != nil {
+		panic("rest: openapi document: " + err.Error()) // the embedded document and the registry are fixed at build time
+	}
+	s.mux.Handle("GET /v1/openapi.json", s.public(OpenAPIHandler(doc)))
 
 	// Uploads and files.
 	s.api("POST /v1/uploads", domain.ScopeFilesWrite, s.createUpload)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -21,7 +22,9 @@ import (
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
@@ -57,6 +60,9 @@ type setupOpts struct {
 	engine func(domain.Engine) domain.Engine
 	// store, when set, wraps the real store the services use (to inject a fault).
 	store func(domain.Store) domain.Store
+	// registry, when set, replaces the real registry; engines add to the real ones.
+	registry *domain.Registry
+	engines  map[string]domain.Engine
 	// log receives the services' log; nil is slog's default.
 	log *slog.Logger
 	// proxyDB puts a TCP proxy between the services and PostgreSQL (bundle.dbProxy),
@@ -101,15 +107,24 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.store != nil {
 		svcStore = o.store(store)
 	}
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	if o.registry != nil {
+		reg = o.registry
+	}
+	engines := map[string]domain.Engine{"inspect": engine}
+	maps.Copy(engines, o.engines)
+	prober := probe.New(probe.DefaultConfig())
 	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Engines: map[string]domain.Engine{"inspect": engine}, Limiter: ratelimit.New(rdb), Log: o.log})
+		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Limiter: ratelimit.New(rdb), Log: o.log})
 	api := rest.NewServer(rest.DefaultConfig(), svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	if o.worker {
 		// Retries come quickly here; their spacing is the jobs package's concern.
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
-			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond }},
+			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
+			Pools:          jobs.EnginePools(reg, engines, func(string) int { return 4 })},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
 		require.NoError(t, w.Start())

@@ -37,7 +37,11 @@ type Config struct {
 	LogFormat          string
 	WorkerConcurrency  int
 	WorkerPollInterval time.Duration
-	Domain             domain.Config
+	// Engines are the engine families a worker runs; nil: every one it has.
+	Engines []string
+	// EngineConcurrency overrides the jobs a worker runs at once per engine family.
+	EngineConcurrency map[string]int
+	Domain            domain.Config
 }
 
 // setting describes one configuration value: its flag, its variable and its default.
@@ -50,6 +54,7 @@ type rawConfig struct {
 	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
 	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir             string
+	engines, engineConcurrency, jobTimeout, operationTimeouts                                  string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -75,6 +80,10 @@ func (rc *rawConfig) settings() []setting {
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
 		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", "10ms", "how often an idle worker looks for jobs: the wait of a job on an idle worker against idle CPU", &rc.workerPoll},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
+		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
+		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
+		{"job-timeout", "FILEMILL_JOB_TIMEOUT", "10m", "deadline of one attempt of an operation without its own", &rc.jobTimeout},
+		{"operation-timeouts", "FILEMILL_OPERATION_TIMEOUTS", "", "deadlines of one attempt per operation, e.g. convert=2m,ocr=20m", &rc.operationTimeouts},
 	}
 }
 
@@ -183,10 +192,59 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	if c.Domain.AuthCacheTTL, err = time.ParseDuration(rc.authCacheTTL); err != nil {
 		return nil, fmt.Errorf("FILEMILL_AUTH_CACHE_TTL: %q is not a duration like 1s", rc.authCacheTTL)
 	}
+	if c.Domain.JobTimeout, err = time.ParseDuration(rc.jobTimeout); err != nil || c.Domain.JobTimeout <= 0 {
+		return nil, fmt.Errorf("FILEMILL_JOB_TIMEOUT: %q is not a positive duration like 10m", rc.jobTimeout)
+	}
+	if c.Domain.OperationTimeouts, err = parsePairs("FILEMILL_OPERATION_TIMEOUTS", rc.operationTimeouts, func(v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err == nil && d <= 0 {
+			err = errors.New("not positive")
+		}
+		return d, err
+	}); err != nil {
+		return nil, err
+	}
+	if c.EngineConcurrency, err = parsePairs("FILEMILL_ENGINE_CONCURRENCY", rc.engineConcurrency, func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err == nil && n < 1 {
+			err = errors.New("below 1")
+		}
+		return n, err
+	}); err != nil {
+		return nil, err
+	}
+	if rc.engines != "" {
+		for _, e := range strings.Split(rc.engines, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				c.Engines = append(c.Engines, e)
+			}
+		}
+	}
 	if err := c.Domain.Validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parsePairs reads "name=value,name=value" into a map, naming the setting in errors.
+func parsePairs[T any](setting, raw string, parse func(string) (T, error)) (map[string]T, error) {
+	out := map[string]T{}
+	for _, part := range strings.Split(raw, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s: %q is not name=value", setting, part)
+		}
+		t, err := parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the value of %s, %q, is not valid", setting, k, v)
+		}
+		out[k] = t
+	}
+	return out, nil
 }
 
 func baseURL(name, v, addr string) (string, error) {

@@ -19,7 +19,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
-	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -45,6 +45,8 @@ type app struct {
 	blobs    domain.Blobs
 	local    *storage.Local // nil unless blobs live on local disk
 	queue    *jobs.Queue
+	registry *domain.Registry
+	engines  map[string]domain.Engine // the engine families this process runs
 	svc      *domain.Services
 }
 
@@ -124,8 +126,19 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	}
 	a.queue = jobs.NewQueue(a.redisOpt)
 	fetcher := fetch.New(fetch.Config{AllowCIDRs: cfg.OutboundAllowCIDRs})
+	if a.registry, err = catalog.Registry(); err != nil {
+		return nil, fmt.Errorf("operations: %w", err)
+	}
+	if roles&roleWorker != 0 {
+		if a.engines, err = newEngines(cfg); err != nil {
+			return nil, err
+		}
+	}
+	prober := newProber()
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
-		Fetcher: fetcher, Engines: engines(cfg), Limiter: ratelimit.New(a.redis), Log: a.log})
+		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
+		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober,
+		Limiter: ratelimit.New(a.redis), Log: a.log})
 	return a, nil
 }
 
@@ -143,6 +156,11 @@ func (a *app) recordEgress(key string, n int64) {
 }
 
 func (a *app) close() {
+	for _, e := range a.engines {
+		if c, ok := e.(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+	}
 	if a.queue != nil {
 		a.queue.Close()
 	}
@@ -188,8 +206,11 @@ func runServer(ctx context.Context, args []string, roles role) error {
 
 	var worker *jobs.Server
 	if roles&roleWorker != 0 {
-		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency, TaskCheckInterval: cfg.WorkerPollInterval}, log)
+		pools := jobs.EnginePools(a.registry, a.engines, engineConcurrency(cfg))
+		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency,
+			TaskCheckInterval: cfg.WorkerPollInterval, Pools: pools}, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
+		worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
@@ -255,14 +276,6 @@ func (a *app) readinessChecks() []rest.Checker {
 func queueDepthFunc(a *app) func(ctx context.Context) (map[string]int, error) {
 	insp := asynq.NewInspector(a.redisOpt)
 	return func(ctx context.Context) (map[string]int, error) { return jobs.QueueDepth(ctx, insp) }
-}
-
-// engines are the processing engines this process can run; an operation whose engine
-// is missing is listed as unavailable and refused with processing_unavailable.
-func engines(cfg *Config) map[string]domain.Engine {
-	return map[string]domain.Engine{
-		"inspect": inspect.New(inspect.DefaultConfig()),
-	}
 }
 
 // firstStartBootstrap creates the default organization, project and keys the first

@@ -127,3 +127,77 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, left, 1, "the killed attempt's only")
 }
+
+// TestAvailabilityFollowsWorkers: whether an operation can run is what live worker
+// processes say, not what the API process has: with no worker it is unavailable and
+// refused with 503; a worker that starts makes it available and runs its jobs; a
+// worker that stops takes it away again.
+func TestAvailabilityFollowsWorkers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	addr, storageAddr := freeAddr(t), freeAddr(t)
+	env := cleanEnv("FILEMILL_DATABASE_URL="+dbtest.Postgres(t), "FILEMILL_REDIS_URL="+redistest.URL(t),
+		"FILEMILL_DATA_DIR="+dir, "FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+storageAddr,
+		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORK_DIR="+t.TempDir())
+	base := "http://" + addr
+	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "k", "--project", "p", "--credits", "10", "--json")
+	require.NoError(t, err, stderr)
+	var boot map[string]string
+	require.NoError(t, json.Unmarshal([]byte(out), &boot))
+	key := boot["api_key"]
+	start(t, dir, env, "api")
+	waitReady(t, base)
+
+	inspectAvailable := func() bool {
+		status, ops := apiGet(t, base+"/v1/operations", key)
+		require.Equal(t, 200, status, "%v", ops)
+		for _, op := range ops["data"].([]any) {
+			if o := op.(map[string]any); o["name"] == "inspect" && o["kind"] == "operation" {
+				return o["available"].(bool)
+			}
+		}
+		t.Fatal("inspect is not listed")
+		return false
+	}
+	require.False(t, inspectAvailable(), "no worker runs it")
+
+	status, up := apiPost(t, base+"/v1/uploads", key, map[string]any{"filename": "a.txt", "byte_size": 5})
+	require.Equal(t, 201, status, "%v", up)
+	req, _ := http.NewRequest("PUT", up["upload_url"].(string), strings.NewReader("hello"))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	status, file := apiPost(t, base+"/v1/files/"+up["file_id"].(string)+"/complete", key, nil)
+	require.Equal(t, 200, status, "%v", file)
+	status, refused := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
+	require.Equal(t, 503, status, "%v", refused)
+	require.Equal(t, "processing_unavailable", refused["error"].(map[string]any)["code"])
+
+	worker := start(t, dir, append(env, "FILEMILL_ENGINES=inspect"), "worker")
+	deadline := time.Now().Add(60 * time.Second)
+	for !inspectAvailable() {
+		require.True(t, time.Now().Before(deadline), "the worker never advertised inspect")
+		time.Sleep(20 * time.Millisecond)
+	}
+	status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
+	require.Equal(t, 202, status, "%v", job)
+	for {
+		_, j := apiGet(t, base+"/v1/jobs/"+job["id"].(string), key)
+		if j["state"] == "succeeded" {
+			break
+		}
+		require.Contains(t, []any{"queued", "running"}, j["state"], "%v", j)
+		require.True(t, time.Now().Before(deadline), "the job never finished")
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	require.NoError(t, worker.cmd.Process.Signal(syscall.SIGTERM))
+	_ = worker.cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for inspectAvailable() {
+		require.True(t, time.Now().Before(deadline), "a stopped worker still counts")
+		time.Sleep(20 * time.Millisecond)
+	}
+}

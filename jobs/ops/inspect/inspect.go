@@ -309,3 +309,17 @@ func family(f domain.Format) formatFamily {
 func corrupted(kind string, err error) error {
 	return &domain.Error{Code: domain.CodeCorruptedFile, Message: fmt.Sprintf("the %s cannot be read: %v", kind, err)}
 }
+
+// Specs declares the operation the engine serves.
+func Specs() []domain.OperationSpec {
+	return []domain.OperationSpec{{
+		Name: "inspect", Engine: "inspect", Price: domain.Price{Credits: 1, Per: "file"}, InputFormats: []string{"*"},
+		Description: "Reports the detected format, size, hash and per-format facts (PDF pages, version, encryption, text layer; image size, orientation, colour space; office document type).",
+	}}
+}
+
+// Version names the engine's release: it is part of filemill.
+func (e *Engine) Version() string { return "1" }
+
+// Check reports nothing missing: inspect needs no tool beyond filemill itself.
+func (e *Engine) Check(context.Context) error { return nil }

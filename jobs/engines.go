@@ -1,0 +1,186 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// Workers tell which engine families they run through Redis: each worker process
+// keeps a hash of its families and their versions under a key that expires unless it is
+// renewed, and lists itself in a set. An operation is available while a live worker
+// runs its engines; a worker that dies stops counting when its key expires.
+const (
+	engineWorkersKey   = "fm:engine-workers" // set of worker ids
+	engineWorkerPrefix = "fm:engine-worker:" // hash per worker: family -> version
+)
+
+// Heartbeat timing: a worker renews every heartbeatEvery; it is taken for dead after
+// heartbeatTTL without renewal.
+const (
+	heartbeatEvery = 5 * time.Second
+	heartbeatTTL   = 15 * time.Second
+)
+
+// CheckedEngine is what an engine tells beyond running: its version, and whether what
+// it needs is present and working here (a tool, a daemon, a library).
+type CheckedEngine interface {
+	Version() string
+	Check(ctx context.Context) error
+}
+
+// AdvertiseEngines makes the server announce the engine families it runs, every
+// heartbeatEvery from Start until Shutdown. A family whose engine fails its Check is
+// left out of the announcement (and logged) until it passes again, so its operations
+// show as unavailable instead of failing.
+func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), domain.NewID(""))
+	key := engineWorkerPrefix + id
+	var mu sync.Mutex
+	failing := map[string]bool{}
+	s.Locally(heartbeatEvery, func(ctx context.Context) {
+		fields := map[string]any{}
+		for name, e := range engines {
+			version := ""
+			if ce, ok := e.(CheckedEngine); ok {
+				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				err := ce.Check(cctx)
+				cancel()
+				mu.Lock()
+				if err != nil && !failing[name] {
+					s.log.Warn("engine unavailable", "engine", name, "error", err.Error())
+				} else if err == nil && failing[name] {
+					s.log.Info("engine available again", "engine", name)
+				}
+				failing[name] = err != nil
+				mu.Unlock()
+				if err != nil {
+					continue
+				}
+				version = ce.Version()
+			}
+			fields[name] = version
+		}
+		pipe := s.rdb.TxPipeline()
+		pipe.Del(ctx, key)
+		if len(fields) > 0 {
+			pipe.HSet(ctx, key, fields)
+			pipe.PExpire(ctx, key, heartbeatTTL)
+			pipe.SAdd(ctx, engineWorkersKey, id)
+		} else {
+			pipe.SRem(ctx, engineWorkersKey, id)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("engine heartbeat not written", "error", err.Error())
+		}
+	})
+	s.onShutdown(func() {
+		// Leave at once rather than when the key expires.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s.rdb.Del(ctx, key)
+		s.rdb.SRem(ctx, engineWorkersKey, id)
+	})
+}
+
+// Directory reads which engine families live workers run. It implements
+// domain.EngineDirectory.
+type Directory struct {
+	rdb redis.UniversalClient
+	ttl time.Duration
+
+	mu     sync.Mutex
+	cached map[string]domain.EngineInfo
+	at     time.Time
+}
+
+var _ domain.EngineDirectory = (*Directory)(nil)
+
+// NewDirectory returns a directory over rdb that reads Redis at most once per ttl.
+func NewDirectory(rdb redis.UniversalClient, ttl time.Duration) *Directory {
+	return &Directory{rdb: rdb, ttl: ttl}
+}
+
+// LiveEngines returns the families some live worker runs, with the version the first
+// one reports and how many run it.
+func (d *Directory) LiveEngines(ctx context.Context) (map[string]domain.EngineInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cached != nil && time.Since(d.at) < d.ttl {
+		return d.cached, nil
+	}
+	ids, err := d.rdb.SMembers(ctx, engineWorkersKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("live engines: %w", err)
+	}
+	sort.Strings(ids)
+	pipe := d.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, engineWorkerPrefix+id)
+	}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("live engines: %w", err)
+		}
+	}
+	out := map[string]domain.EngineInfo{}
+	var gone []any
+	for i, c := range cmds {
+		fields := c.Val()
+		if len(fields) == 0 {
+			gone = append(gone, ids[i]) // its key expired: the worker died
+			continue
+		}
+		for family, version := range fields {
+			info := out[family]
+			if info.Workers == 0 {
+				info.Version = version
+			}
+			info.Workers++
+			out[family] = info
+		}
+	}
+	if len(gone) > 0 {
+		d.rdb.SRem(ctx, engineWorkersKey, gone...)
+	}
+	d.cached, d.at = out, time.Now()
+	return out, nil
+}
+
+// EnginePools returns the pools of a worker running the given engine families: one per
+// queue of the registry all of whose families it runs, so it never takes a job it
+// cannot run. A pool's concurrency is the smallest of its families' (concurrency).
+func EnginePools(reg *domain.Registry, have map[string]domain.Engine, concurrency func(family string) int) []Pool {
+	var out []Pool
+	for _, set := range reg.EngineSets() {
+		limit := 0
+		for _, f := range set {
+			if have[f] == nil {
+				limit = -1
+				break
+			}
+			if c := concurrency(f); limit == 0 || c < limit {
+				limit = c
+			}
+		}
+		if limit <= 0 {
+			continue
+		}
+		q := domain.QueueName(set)
+		out = append(out, Pool{Name: strings.TrimPrefix(q, "engine:"), Queues: map[string]int{q: 1}, Concurrency: limit})
+	}
+	slices.SortFunc(out, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

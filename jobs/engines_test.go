@@ -1,0 +1,129 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
+)
+
+// checkedEngine is an engine whose Check answers what the test says.
+type checkedEngine struct {
+	version string
+	broken  atomic.Bool
+}
+
+func (e *checkedEngine) Run(context.Context, domain.EngineInput) (*domain.EngineOutput, error) {
+	return nil, errors.New("not run here")
+}
+func (e *checkedEngine) Version() string { return e.version }
+func (e *checkedEngine) Check(context.Context) error {
+	if e.broken.Load() {
+		return errors.New("tool missing")
+	}
+	return nil
+}
+
+// TestEngineDirectory: what workers advertise is what the directory reads; an engine
+// whose check fails is not advertised; a worker that stops is gone at once.
+func TestEngineDirectory(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, open func(t *testing.T) string) {
+		url := open(t)
+		b := setup(t, url)
+		_, ropts, err := jobs.ParseRedisURL(url)
+		require.NoError(t, err)
+		rdb := redis.NewClient(ropts)
+		t.Cleanup(func() { rdb.Close() })
+		dir := jobs.NewDirectory(rdb, 0)
+		ctx := context.Background()
+
+		live, err := dir.LiveEngines(ctx)
+		require.NoError(t, err)
+		require.Empty(t, live, "no worker yet")
+
+		scan := &checkedEngine{version: "clamav 1.4"}
+		scan.broken.Store(true)
+		w1 := b.server(t, fastConfig(), func(s *jobs.Server) {
+			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}, "scan": scan})
+		})
+		w2 := b.server(t, fastConfig(), func(s *jobs.Server) {
+			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}})
+		})
+		require.Eventually(t, func() bool {
+			live, err = dir.LiveEngines(ctx)
+			return err == nil && live["pdf"].Workers == 2
+		}, 10*time.Second, 10*time.Millisecond)
+		require.Equal(t, "pdfcpu 0.15", live["pdf"].Version)
+		require.NotContains(t, live, "scan", "an engine that fails its check is not advertised")
+		require.Contains(t, b.logs.String(), "engine unavailable")
+
+		w2.Shutdown()
+		live, err = dir.LiveEngines(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, live["pdf"].Workers, "a worker that stops leaves at once")
+		w1.Shutdown()
+		live, err = dir.LiveEngines(ctx)
+		require.NoError(t, err)
+		require.Empty(t, live)
+	})
+}
+
+// TestEnginePoolsServeOnlyWhatTheWorkerRuns: a worker takes jobs only from the queues
+// of engine sets it runs entirely; a job needing an engine it lacks stays queued for
+// a worker that has it.
+func TestEnginePoolsServeOnlyWhatTheWorkerRuns(t *testing.T) {
+	t.Parallel()
+	reg := domain.NewRegistry()
+	require.NoError(t, reg.AddOperations(
+		domain.OperationSpec{Name: "a.op", Engine: "alpha", Description: "a", Price: domain.Price{Credits: 1, Per: "file"}, InputFormats: []string{"*"}},
+		domain.OperationSpec{Name: "b.op", Engine: "beta", Description: "b", Price: domain.Price{Credits: 1, Per: "file"}, InputFormats: []string{"*"}},
+	))
+	require.NoError(t, reg.AddPreset(domain.PresetSpec{Name: "ab", InputFormats: []string{"*"},
+		Steps: []domain.StepSpec{{Name: "a", Operation: "a.op"}, {Name: "b", Operation: "b.op"}}}))
+	alphaOnly := map[string]domain.Engine{"alpha": &checkedEngine{}}
+	pools := jobs.EnginePools(reg, alphaOnly, func(f string) int { return 3 })
+	require.Len(t, pools, 1)
+	require.Equal(t, map[string]int{"engine:alpha": 1}, pools[0].Queues)
+	require.Equal(t, 3, pools[0].Concurrency)
+	both := map[string]domain.Engine{"alpha": &checkedEngine{}, "beta": &checkedEngine{}}
+	pools = jobs.EnginePools(reg, both, func(f string) int {
+		if f == "beta" {
+			return 1
+		}
+		return 3
+	})
+	require.Len(t, pools, 3)
+	require.Equal(t, "alpha+beta", pools[1].Name)
+	require.Equal(t, 1, pools[1].Concurrency, "a set runs at the pace of its slowest family")
+
+	b := setup(t, open(t))
+	var ran atomic.Int32
+	b.server(t, jobs.ServerConfig{Concurrency: 1, TaskCheckInterval: 10 * time.Millisecond,
+		Pools: jobs.EnginePools(reg, alphaOnly, func(string) int { return 1 })}, func(s *jobs.Server) {
+		s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error { ran.Add(1); return nil }))
+	})
+	ctx := context.Background()
+	require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01BETA", Queue: domain.QueueName([]string{"beta"})}))
+	require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01ALPHA", Queue: domain.QueueName([]string{"alpha"})}))
+	require.Eventually(t, func() bool {
+		info, err := b.insp.GetTaskInfo("engine:alpha", "job_01ALPHA")
+		return err == nil && info.State == asynq.TaskStateCompleted
+	}, 10*time.Second, 10*time.Millisecond)
+	// The beta task was enqueued first: a worker serving its queue would have taken it
+	// by the time the alpha one has run.
+	info, err := b.insp.GetTaskInfo("engine:beta", "job_01BETA")
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStatePending, info.State, "a worker without beta never takes its jobs")
+	require.EqualValues(t, 1, ran.Load())
+}
+
+func open(t *testing.T) string { return backends["Redis"](t) }
