@@ -170,6 +170,9 @@ type admission struct {
 // of the other environment or of a project the key may not act on is refused. Codes:
 // not_found, environment_mismatch, key_restricted, invalid_request, naming the file.
 func (s *Jobs) authorizeFiles(ctx context.Context, p *Principal, adm *admission) error {
+	if err := CheckJSONText("options", adm.options); err != nil {
+		return err
+	}
 	extra, err := adm.op.fileIDs(adm.options)
 	if err != nil {
 		return err
@@ -651,7 +654,7 @@ func (s *Jobs) fetchInput(ctx context.Context, j *Job, f *File, path string) (En
 		}
 		return EngineFile{}, &Error{Code: CodeDependencyUnavailable, Message: "the file could not be read from storage; the job will be tried again"}
 	}
-	return EngineFile{FileID: f.ID, Path: path, Filename: f.Filename, Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
+	return EngineFile{FileID: f.ID, Path: path, Filename: SafeName(f.Filename), Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
 }
 
 // scratchUnavailable is the error of a worker that cannot write its scratch space (a
