@@ -274,6 +274,7 @@ func (c *claim) renew() {
 	lease := c.s.Config.IdempotencyLease
 	tick := time.NewTicker(leaseRenewal(lease))
 	defer tick.Stop()
+	warned := false // once per claim: while the database is down every claim would say it
 	for {
 		select {
 		case <-c.stop:
@@ -282,7 +283,8 @@ func (c *claim) renew() {
 			ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal(lease))
 			err := c.s.Store.RenewIdempotencyKey(ctx, c.rec.ID, c.s.Clock.Now().Add(lease))
 			cancel()
-			if err != nil {
+			if err != nil && !warned {
+				warned = true
 				c.s.log().Warn("renew idempotency claim", "idempotency_record_id", c.rec.ID, "error", err.Error())
 			}
 		}
