@@ -298,7 +298,9 @@ func TestIdempotencyFailuresAndLeases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fs := &faulty{stalled: make(chan struct{}), release: make(chan struct{})}
-	const lease = time.Second
+	// Long enough that a renewal (every fifth of it) is never late by a whole lease on
+	// a loaded machine; the test moves the clock rather than wait for it.
+	const lease = 5 * time.Second
 	e := newEnv(t, dbtest.Open(t, dbtest.Postgres(t)), envOpts{
 		cfg:   func(c *domain.Config) { c.IdempotencyLease = lease },
 		store: func(s domain.Store) domain.Store { fs.Store = s; return fs }})

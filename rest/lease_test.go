@@ -46,7 +46,9 @@ func (s *stalling) RenewIdempotencyKey(ctx context.Context, id string, until tim
 // stalling store.
 func leaseSetup(t *testing.T) (*bundle, *shiftedClock, *stalling, time.Duration) {
 	t.Helper()
-	const lease = 400 * time.Millisecond
+	// Long enough that a renewal (every fifth of it) is never late by a whole lease on
+	// a loaded machine; the tests move the clock rather than wait for it.
+	const lease = 3 * time.Second
 	clock, stall := &shiftedClock{}, newStalling()
 	b := setup(t, setupOpts{clock: clock, cfg: func(c *domain.Config) { c.IdempotencyLease = lease },
 		store: func(s domain.Store) domain.Store { stall.Store = s; return stall }})
