@@ -29,7 +29,7 @@ func unreachable(err error) bool {
 	if err == nil || errors.Is(err, driver.ErrBadConn) || errors.Is(err, driver.ErrSkip) {
 		return false
 	}
-	if domain.Unreachable(err) || errors.Is(err, io.EOF) {
+	if domain.IsUnreachable(err) || errors.Is(err, io.EOF) {
 		return true
 	}
 	var pe pgdriver.Error
@@ -45,7 +45,7 @@ func unreachable(err error) bool {
 // classify marks err when it means the database could not be reached.
 func classify(err error) error {
 	if unreachable(err) {
-		return domain.Unavailable("database", err)
+		return domain.MarkUnavailable("database", err)
 	}
 	return err
 }
@@ -58,7 +58,7 @@ func (c classifyingConnector) Connect(ctx context.Context) (driver.Conn, error) 
 	if err != nil {
 		// Whatever stops a connection being made — refused, timed out, a server that
 		// is starting or stopping, a login refused — the database cannot be reached.
-		return nil, domain.Unavailable("database", err)
+		return nil, domain.MarkUnavailable("database", err)
 	}
 	return &classifyingConn{Conn: cn.(*pgdriver.Conn)}, nil
 }

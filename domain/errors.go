@@ -2,11 +2,11 @@ package domain
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"syscall"
 )
 
@@ -105,6 +105,17 @@ func (e *Error) Error() string {
 	return s
 }
 
+// Unavailable is the dependency_unavailable error: message is the plain sentence a
+// client sees, cause the details for the log. It is marked ErrUnavailable.
+func Unavailable(message string, cause error) *Error {
+	if cause == nil {
+		cause = ErrUnavailable
+	} else if !errors.Is(cause, ErrUnavailable) {
+		cause = fmt.Errorf("%w: %w", ErrUnavailable, cause)
+	}
+	return &Error{Code: CodeDependencyUnavailable, Message: message, Cause: cause}
+}
+
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
@@ -126,11 +137,14 @@ func NotFound(kind string) *Error {
 // ErrNotFound is returned by stores for a missing row; services turn it into NotFound.
 var ErrNotFound = errors.New("not found")
 
-// ErrorCode returns the contract code of err (as ErrorOf decides it), falling back to
-// internal_error.
+// ErrorCode returns the contract code of err, falling back to internal_error.
 func ErrorCode(err error) string {
-	if e := ErrorOf(err); e != nil {
+	var e *Error
+	if errors.As(err, &e) {
 		return e.Code
+	}
+	if errors.Is(err, ErrNotFound) {
+		return CodeNotFound
 	}
 	return CodeInternal
 }
@@ -156,22 +170,43 @@ var (
 	// was moved from (another worker or a cancel moved it first); nothing was written.
 	ErrStaleJob  = errors.New("job moved since it was read")
 	ErrDuplicate = errors.New("duplicate")
+	// ErrNotRun marks an attempt at a job that ended without running it, for a reason of
+	// the moment: the store could not be reached, or another worker's claim on the job
+	// still holds. The queue tries again later and the attempt does not count.
+	ErrNotRun = errors.New("the job did not run")
+	// ErrUnavailable marks a failure to reach a dependency (the store, the queue,
+	// storage, the work directory): nothing was done, and the same call may succeed later.
+	ErrUnavailable = errors.New("dependency unavailable")
 )
 
-// ErrUnavailable marks a failure to reach a dependency — the database, storage, Redis —
-// as opposed to a fault of the request or a bug: the request could not be served now and
-// may be served when retried. The packages that speak to a dependency wrap their
-// connection failures with Unavailable; both doors answer them with
-// dependency_unavailable (ErrorOf).
-var ErrUnavailable = errors.New("dependency unavailable")
+// IsUnreachable reports whether err says a server could not be reached or went away
+// mid-call: marked ErrUnavailable, or a network error, a refused or reset connection, a
+// connection the driver found broken. It reads the error only; it does not ask the
+// server.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE, syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
-// UnavailableRetryAfter is the wait, in seconds, a client is told after
-// dependency_unavailable: about how long a restarting database or store takes to answer
-// again; every retry costs us only a failed dial.
-const UnavailableRetryAfter = 2
-
-// UnavailableError is a failure to reach a dependency. It is ErrUnavailable
-// (errors.Is) and unwraps to the failure itself.
+// UnavailableError marks a failure to reach a dependency deep in the package that speaks
+// to it (the database driver, the S3 client, Redis), where no sentence for a client is
+// known yet: it is ErrUnavailable (errors.Is), unwraps to the failure, and is no *Error,
+// so the code above it decides what it means (a worker: the job did not run; a door:
+// dependency_unavailable, through ErrorOf).
 type UnavailableError struct {
 	Dependency string // "database", "storage", "redis"
 	Err        error
@@ -185,47 +220,32 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Is makes an UnavailableError match ErrUnavailable.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
-// Unavailable marks err as a failure to reach dependency; nil stays nil, and an error
+// MarkUnavailable marks err as a failure to reach dependency; nil stays nil, and an error
 // already marked is returned as it is.
-func Unavailable(dependency string, err error) error {
+func MarkUnavailable(dependency string, err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	return &UnavailableError{Dependency: dependency, Err: err}
 }
 
-// Unreachable reports whether err is a failure of the network path to a dependency: a
-// dial that was refused or timed out, a connection reset, broken or closed under us, an
-// address that does not resolve. It is the classifier the packages that speak to a
-// dependency share (each adds its own protocol's codes); a request's own deadline or
-// cancellation is not one.
-func Unreachable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	if errors.Is(err, ErrUnavailable) {
-		return true
-	}
-	var op *net.OpError
-	var dns *net.DNSError
-	if errors.As(err, &op) || errors.As(err, &dns) {
-		return true
-	}
-	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
-		syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT, net.ErrClosed, os.ErrDeadlineExceeded, io.ErrUnexpectedEOF} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
+// UnavailableRetryAfter is the wait, in seconds, a client is told after
+// dependency_unavailable: about how long a restarting database or store takes to answer
+// again; every retry costs us only a failed dial.
+const UnavailableRetryAfter = 2
 
-// ErrorOf returns the contract error a door shows for err: err's own *Error; not_found
-// for a missing row; dependency_unavailable, with a Retry-After, when a dependency could
-// not be reached; timeout when the request ran out of its time. Anything else is nil:
-// the door logs it and shows a plain internal_error.
+// ErrorOf returns the contract error a door shows for err: err's own *Error (with a
+// Retry-After when it is dependency_unavailable without one); not_found for a missing
+// row; dependency_unavailable when a dependency could not be reached; timeout when the
+// request ran out of its time. Anything else is nil: the door logs it and shows a plain
+// internal_error. Both doors map errors through it.
 func ErrorOf(err error) *Error {
 	if e := AsError(err); e != nil {
+		if e.Code == CodeDependencyUnavailable && e.RetryAfter == 0 {
+			c := *e
+			c.RetryAfter = UnavailableRetryAfter
+			return &c
+		}
 		return e
 	}
 	switch {

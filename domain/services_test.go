@@ -285,7 +285,7 @@ type faulty struct {
 
 func (f *faulty) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 	if f.failNext.CompareAndSwap(true, false) {
-		return domain.Unavailable("database", errors.New("connection refused"))
+		return domain.MarkUnavailable("database", errors.New("connection refused"))
 	}
 	if f.stallOne.CompareAndSwap(true, false) {
 		f.stalled <- struct{}{}
@@ -385,7 +385,7 @@ type flaky struct {
 
 func (f *flaky) Allow(ctx context.Context, key string, perMinute, cost int) (domain.RateDecision, error) {
 	if f.down.Load() {
-		return domain.RateDecision{}, domain.Unavailable("redis", errors.New("dial tcp: connection refused"))
+		return domain.RateDecision{}, domain.MarkUnavailable("redis", errors.New("dial tcp: connection refused"))
 	}
 	return f.RateLimiter.Allow(ctx, key, perMinute, cost)
 }

@@ -168,8 +168,8 @@ func s3Err(op, key string, err error) error {
 	case "NoSuchKey", "NoSuchUpload", "NotFound":
 		return fmt.Errorf("%s %s: %w (%v)", op, key, domain.ErrNotFound, err)
 	}
-	if domain.Unreachable(err) || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway {
-		err = domain.Unavailable("storage", err)
+	if domain.IsUnreachable(err) || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway {
+		err = domain.MarkUnavailable("storage", err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }

@@ -87,8 +87,8 @@ func (l *Limiter) Allow(ctx context.Context, key string, perMinute, cost int) (d
 	res, err := tokenBucketScript.Run(ctx, l.client, []string{rateLimitKeyPrefix + key},
 		perMinute, rateLimitKeyTTL.Milliseconds(), cost).Int64Slice()
 	if err != nil {
-		if domain.Unreachable(err) {
-			err = domain.Unavailable("redis", err)
+		if domain.IsUnreachable(err) {
+			err = domain.MarkUnavailable("redis", err)
 		}
 		return domain.RateDecision{}, fmt.Errorf("rate limit %q: %w", key, err)
 	}
