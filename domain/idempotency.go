@@ -255,39 +255,39 @@ type claim struct {
 	rec    *IdempotencyRecord
 	stored bool // the answer was written, with the effect or by finish
 	kept   bool // the effect ran to an answer that is kept: the key is never freed
-	stop   chan struct{}
-	done   sync.WaitGroup
+
+	mu      sync.Mutex
+	timer   *time.Timer // the next renewal; most requests end before it is due
+	stopped bool
+	warned  bool // a failed renewal is logged once per claim: in an outage every claim would say it
 }
 
-// hold starts renewing rec's lease until the claim is released.
+// hold starts renewing rec's lease until the claim is released. Renewals run on a timer
+// rather than a goroutine of their own: a request that ends within the first interval,
+// as nearly all do, costs a timer and nothing more.
 func (s *Services) hold(rec *IdempotencyRecord) *claim {
-	c := &claim{s: s, rec: rec, stop: make(chan struct{})}
-	c.done.Add(1)
-	go c.renew()
+	c := &claim{s: s, rec: rec}
+	c.mu.Lock()
+	c.timer = time.AfterFunc(leaseRenewal(s.Config.IdempotencyLease), c.renew)
+	c.mu.Unlock()
 	return c
 }
 
-// renew pushes the lease a full lease ahead a few times per lease, so a holder that
-// stays alive keeps its claim through a few failed renewals.
+// renew pushes the lease a full lease ahead, then arms the next renewal: a few times per
+// lease, so a holder that stays alive keeps its claim through a few failed renewals.
 func (c *claim) renew() {
-	defer c.done.Done()
 	lease := c.s.Config.IdempotencyLease
-	tick := time.NewTicker(leaseRenewal(lease))
-	defer tick.Stop()
-	warned := false // once per claim: while the database is down every claim would say it
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal(lease))
-			err := c.s.Store.RenewIdempotencyKey(ctx, c.rec.ID, c.s.Clock.Now().Add(lease))
-			cancel()
-			if err != nil && !warned {
-				warned = true
-				c.s.log().Warn("renew idempotency claim", "idempotency_record_id", c.rec.ID, "error", err.Error())
-			}
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal(lease))
+	err := c.s.Store.RenewIdempotencyKey(ctx, c.rec.ID, c.s.Clock.Now().Add(lease))
+	cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil && !c.warned && !c.stopped {
+		c.warned = true
+		c.s.log().Warn("renew idempotency claim", "idempotency_record_id", c.rec.ID, "error", err.Error())
+	}
+	if !c.stopped {
+		c.timer.Reset(leaseRenewal(lease))
 	}
 }
 
@@ -321,8 +321,12 @@ func (c *claim) finish(ctx context.Context, a *Answer) {
 // the key so the request can be retried (after a failure on our side, a refusal that is
 // not kept, or a panic).
 func (c *claim) release(ctx context.Context) {
-	close(c.stop)
-	c.done.Wait()
+	c.mu.Lock()
+	c.stopped = true
+	c.timer.Stop()
+	c.mu.Unlock()
+	// A renewal under way may still land after this: on a claim answered or deleted it
+	// changes nothing that matters.
 	if c.stored || c.kept {
 		return
 	}
