@@ -275,14 +275,90 @@ func (r NewWebhookEndpoint) authorize(ctx context.Context, s *Services, p *Princ
 		if err != nil {
 			return nil, err
 		}
-		return NewAnswer(ResultCreated, ep.CreatedView())
+		return NewAnswer(ResultCreated, ep.SecretView())
 	}, nil
 }
 
-// CreatedView is the endpoint as the answer to its creation shows it: the only time
-// its secret is shown.
-func (e *WebhookEndpoint) CreatedView() WebhookEndpointView {
+// SecretView is the endpoint with its secret, as the answers to its creation and to a
+// rotation of its secret show it: the only times the secret is shown.
+func (e *WebhookEndpoint) SecretView() WebhookEndpointView {
 	v := e.View()
 	v.Secret = e.Secret
 	return v
+}
+
+// authorizeEndpoint decides a request that changes a webhook endpoint: scope
+// webhooks:write, and the key may see the endpoint. Codes: insufficient_scope,
+// not_found, environment_mismatch, key_restricted.
+func authorizeEndpoint(ctx context.Context, s *Services, p *Principal, id string) error {
+	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
+		return err
+	}
+	_, err := s.Webhooks.FindEndpoint(ctx, p, id)
+	return err
+}
+
+// WebhookTestRequest is POST /v1/webhook-endpoints/{webhook_endpoint_id}/test.
+type WebhookTestRequest struct {
+	EndpointID string `json:"webhook_endpoint_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (WebhookTestRequest) Action() string { return "webhook_endpoints.test" }
+
+func (r WebhookTestRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		e, err := s.Webhooks.SendTest(ctx, p, r.EndpointID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultAccepted, e.View())
+	}, nil
+}
+
+// RotateSecretRequest is POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret.
+type RotateSecretRequest struct {
+	EndpointID string `json:"webhook_endpoint_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (RotateSecretRequest) Action() string { return "webhook_endpoints.rotate_secret" }
+
+func (r RotateSecretRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		ep, err := s.Webhooks.RotateSecret(ctx, p, r.EndpointID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultOK, ep.SecretView())
+	}, nil
+}
+
+// RetryDeliveryRequest is POST
+// /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry.
+type RetryDeliveryRequest struct {
+	EndpointID string `json:"webhook_endpoint_id"`
+	DeliveryID string `json:"delivery_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (RetryDeliveryRequest) Action() string { return "webhook_endpoints.retry_delivery" }
+
+func (r RetryDeliveryRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		d, err := s.Webhooks.RetryDelivery(ctx, p, r.EndpointID, r.DeliveryID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultAccepted, d.View())
+	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -90,7 +91,13 @@ func (s *Server) routes() {
 	s.api("GET /v1/webhook-endpoints", domain.ScopeWebhooksRead, s.listWebhookEndpoints)
 	s.api("POST /v1/webhook-endpoints", domain.ScopeWebhooksWrite, s.createWebhookEndpoint)
 	s.api("DELETE /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksWrite, s.deleteWebhookEndpoint)
-	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", domain.ScopeWebhooksWrite, notImplemented)
+	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksRead, s.getWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", domain.ScopeWebhooksWrite, s.testWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret", domain.ScopeWebhooksWrite, s.rotateWebhookSecret)
+	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries", domain.ScopeWebhooksRead, s.listWebhookDeliveries)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry", domain.ScopeWebhooksWrite, s.retryWebhookDelivery)
+	s.api("GET /v1/events", domain.ScopeWebhooksRead, s.listEvents)
+	s.api("GET /v1/events/{event_id}", domain.ScopeWebhooksRead, s.getEvent)
 
 	// Anything else under /v1 is a 404 in the contract's error shape, with the headers.
 	s.mux.Handle("/v1/", s.public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -102,13 +109,21 @@ func (s *Server) routes() {
 type apiHandler func(w http.ResponseWriter, r *http.Request, p *domain.Principal)
 
 // api registers an authenticated /v1 route. The scope is checked before the handler
-// runs; POST handlers hand their request to the domain (do), which decides it again,
-// in full, before its idempotency claim.
+// runs, and a POST must carry a well-formed Idempotency-Key; POST handlers hand their
+// request to the domain (do), which decides it again, in full, before its idempotency
+// claim.
 func (s *Server) api(pattern, scope string, h apiHandler) {
+	post := strings.HasPrefix(pattern, "POST ")
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
 		if scope != "" {
 			if err := p.RequireScope(scope); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		if post {
+			if err := domain.ValidIdempotencyKey(r.Header.Get("Idempotency-Key")); err != nil {
 				writeError(w, r, err)
 				return
 			}

@@ -47,7 +47,11 @@ type Config struct {
 	OfficeTimeout, OfficeQueueTimeout  time.Duration
 	OfficeMemoryLimit                  int64
 	OCRParallel, OCRDPI, OCRMaxPages   int
-	Domain                             domain.Config
+	// WebhookConcurrency is how many delivery attempts a worker process makes at once;
+	// WebhookEndpointConcurrency how many of them may go to one endpoint.
+	WebhookConcurrency         int
+	WebhookEndpointConcurrency int
+	Domain                     domain.Config
 }
 
 // setting describes one configuration value: its flag, its variable and its default.
@@ -64,6 +68,7 @@ type rawConfig struct {
 	jobLease, sweepInterval                                                                    string
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory        string
 	ocrParallel, ocrDPI, ocrMaxPages                                                           string
+	eventRetention, webhookConcurrency, webhookEndpointConcurrency                             string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -98,6 +103,9 @@ func (rc *rawConfig) settings() []setting {
 		{"ocr-dpi", "FILEMILL_OCR_DPI", "300", "resolution PDF pages are rendered at for OCR", &rc.ocrDPI},
 		{"ocr-max-pages", "FILEMILL_OCR_MAX_PAGES", "500", "longest PDF OCR accepts", &rc.ocrMaxPages},
 		{"sweep-interval", "FILEMILL_SWEEP_INTERVAL", "30s", "how often workers look for jobs lost in an outage or with a dead worker, and run them again", &rc.sweepInterval},
+		{"event-retention", "FILEMILL_EVENT_RETENTION", "720h", "how long events are kept (GET /v1/events, file history) before they are swept", &rc.eventRetention},
+		{"webhook-concurrency", "FILEMILL_WEBHOOK_CONCURRENCY", "64", "webhook delivery attempts one worker process makes at once", &rc.webhookConcurrency},
+		{"webhook-endpoint-concurrency", "FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", "8", "of those, how many may go to one endpoint at once, so a slow endpoint cannot hold up the others", &rc.webhookEndpointConcurrency},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
 		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
@@ -185,6 +193,8 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 		{"FILEMILL_RATE_LIMIT_PER_MINUTE", rc.rateLimit, &c.Domain.DefaultRateLimit},
 		{"FILEMILL_PROJECT_CONCURRENCY_LIMIT", rc.concurrency, &c.Domain.DefaultConcurrencyLimit},
 		{"FILEMILL_WORKER_CONCURRENCY", rc.workerConcurrency, &c.WorkerConcurrency},
+		{"FILEMILL_WEBHOOK_CONCURRENCY", rc.webhookConcurrency, &c.WebhookConcurrency},
+		{"FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", rc.webhookEndpointConcurrency, &c.WebhookEndpointConcurrency},
 	}
 	for _, i := range ints {
 		n, err := strconv.Atoi(i.v)
@@ -195,6 +205,15 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.WorkerConcurrency < 0 {
 		return nil, errors.New("FILEMILL_WORKER_CONCURRENCY: must not be negative")
+	}
+	if c.WebhookConcurrency < 1 || c.WebhookConcurrency > 10000 {
+		return nil, errors.New("FILEMILL_WEBHOOK_CONCURRENCY: must be between 1 and 10000")
+	}
+	if c.WebhookEndpointConcurrency < 1 || c.WebhookEndpointConcurrency > c.WebhookConcurrency {
+		return nil, errors.New("FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY: must be between 1 and FILEMILL_WEBHOOK_CONCURRENCY")
+	}
+	if c.Domain.EventRetention, err = time.ParseDuration(rc.eventRetention); err != nil {
+		return nil, fmt.Errorf("FILEMILL_EVENT_RETENTION: %q is not a duration like 720h", rc.eventRetention)
 	}
 	if c.Domain.MaxFileSize, err = strconv.ParseInt(rc.maxFileSize, 10, 64); err != nil {
 		return nil, fmt.Errorf("FILEMILL_MAX_FILE_SIZE: %q is not a number of bytes", rc.maxFileSize)
