@@ -23,6 +23,7 @@ type ValidationRequest struct {
 	Formats  []string `json:"formats"`
 	MaxBytes *int64   `json:"max_bytes"`
 	MinBytes *int64   `json:"min_bytes"`
+	Scan     bool     `json:"scan"`
 }
 
 // Action scopes the request's Idempotency-Key.
@@ -68,7 +69,7 @@ func (r UploadRequest) newUpload() (NewUpload, error) {
 		if v.Formats != nil && len(v.Formats) == 0 {
 			return nu, InvalidParam("validation.formats", "validation.formats takes 1 to 32 items")
 		}
-		nu.Validation = &Validation{Formats: v.Formats}
+		nu.Validation = &Validation{Formats: v.Formats, Scan: v.Scan}
 		for _, b := range []struct {
 			name string
 			v    *int64

@@ -5,11 +5,13 @@ package catalog
 
 import (
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/render"
+	"github.com/filemill/filemill/jobs/ops/scan"
 )
 
 // Operations are every engine package's declarations.
@@ -20,12 +22,24 @@ func Operations() [][]domain.OperationSpec {
 		render.Specs(),
 		office.Specs(),
 		ocr.Specs(),
+		image.Specs(),
+		scan.Specs(),
 	}
 }
 
 // Presets are the presets of the contract.
 func Presets() []domain.PresetSpec {
-	return []domain.PresetSpec{document()}
+	return append(image.Presets(), document(), inspectPreset())
+}
+
+// inspectPreset reports on a file and scans it, both reading the file itself.
+func inspectPreset() domain.PresetSpec {
+	return domain.PresetSpec{Name: "inspect", InputFormats: []string{"*"},
+		Description: "The inspect report and a malware scan of the file.",
+		Steps: []domain.StepSpec{
+			{Name: "inspect", Operation: "inspect", FromFile: true},
+			{Name: "scan", Operation: "scan", FromFile: true},
+		}}
 }
 
 // document makes a compact PDF of any document: what is not a PDF yet is converted
