@@ -47,13 +47,26 @@ func TestValidationScan(t *testing.T) {
 	require.Equal(t, 200, r.status, string(r.body))
 	require.Equal(t, "ready", r.json(t)["status"])
 
+	// The inspect preset reports on the file and scans it, both steps reading the file.
+	r = b.createJob(b.liveA, map[string]any{"file_id": r.json(t)["id"], "preset": "inspect"})
+	require.Equal(t, 202, r.status, string(r.body))
+	require.EqualValues(t, 2, r.json(t)["credits_reserved"])
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	steps := map[string]string{}
+	for _, a := range j["artifacts"].([]any) {
+		a := a.(map[string]any)
+		steps[a["step"].(string)] = a["name"].(string)
+	}
+	require.Equal(t, map[string]string{"inspect": "inspect.json", "scan": "scan.json"}, steps)
+
 	// Without the policy, the same bytes are stored; a scan job then fails with the
 	// verdict and is charged nothing.
 	before := b.account(b.orgA.Organization.ID)
 	infected := b.readyFile(b.liveA, "later.txt", []byte(clamdtest.EICAR))
 	r = b.createJob(b.liveA, map[string]any{"file_id": infected, "operation": "scan"})
 	require.Equal(t, 202, r.status, string(r.body))
-	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	j = b.waitJob(b.liveA, r.json(t)["id"].(string))
 	require.Equal(t, "failed", j["state"])
 	require.Equal(t, domain.CodeMalwareDetected, j["error"].(map[string]any)["code"])
 	require.Equal(t, before.Balance, b.account(b.orgA.Organization.ID).Balance, "a malicious verdict is charged nothing")

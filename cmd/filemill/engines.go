@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/ocr"
@@ -37,6 +38,27 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		}
 		return pool, nil
 	}
+	// The OCR engine also serves ai-ready's scanned pages: one set of loaded language data.
+	var ocrEngine *ocr.Engine
+	sharedOCR := func() (*ocr.Engine, error) {
+		if ocrEngine != nil {
+			return ocrEngine, nil
+		}
+		p, err := sharedPDFium()
+		if err != nil {
+			return nil, err
+		}
+		c := ocr.DefaultConfig()
+		if cfg.OCRParallel > 0 {
+			c.Parallel = cfg.OCRParallel
+		}
+		c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
+		c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
+		if ocrEngine, err = ocr.New(c); err != nil {
+			return nil, err
+		}
+		return ocrEngine, nil
+	}
 	all := map[string]func() (domain.Engine, error){
 		"inspect": func() (domain.Engine, error) { return inspect.New(inspect.DefaultConfig()), nil },
 		"pdf": func() (domain.Engine, error) {
@@ -58,18 +80,30 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
 			return office.New(c)
 		},
-		"ocr": func() (domain.Engine, error) {
+		"ocr": func() (domain.Engine, error) { return sharedOCR() },
+		"ai": func() (domain.Engine, error) {
 			p, err := sharedPDFium()
 			if err != nil {
 				return nil, err
 			}
-			c := ocr.DefaultConfig()
-			if cfg.OCRParallel > 0 {
-				c.Parallel = cfg.OCRParallel
+			o, err := sharedOCR()
+			if err != nil {
+				return nil, err
 			}
-			c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
-			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
-			return ocr.New(c)
+			c := aiready.DefaultConfig()
+			c.Pool = p
+			c.OCRPage = func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error) {
+				wp, err := o.RecognizePage(ctx, pdfPath, page)
+				if err != nil {
+					return nil, err
+				}
+				words := make([]aiready.Word, len(wp.Words))
+				for i, w := range wp.Words {
+					words[i] = aiready.Word{Text: w.Text, BBox: w.BBox}
+				}
+				return aiready.PageFromWords(page, wp.Width, wp.Height, wp.DPI, words), nil
+			}
+			return aiready.New(c)
 		},
 		"image": func() (domain.Engine, error) {
 			c := image.DefaultConfig()
@@ -97,6 +131,9 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			case interface{ Close() }:
 				c.Close()
 			}
+		}
+		if ocrEngine != nil && out["ocr"] == nil {
+			ocrEngine.Close()
 		}
 		if pool != nil {
 			_ = pool.Close()

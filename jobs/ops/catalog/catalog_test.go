@@ -19,7 +19,7 @@ func TestCatalog(t *testing.T) {
 		require.NotNil(t, op, name)
 		require.False(t, op.Hidden, name)
 	}
-	for _, name := range []string{"document", "image", "avatar", "inspect"} {
+	for _, name := range []string{"document", "image", "avatar", "inspect", "ai-ready"} {
 		require.NotNil(t, reg.Preset(name), name)
 	}
 }
