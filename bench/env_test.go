@@ -17,6 +17,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/probe"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -109,7 +110,8 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	}
 	prober := probe.New(probe.DefaultConfig())
 	deps := domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober}
+		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober,
+		Limiter: ratelimit.New(s.rdb), Log: discardLogger()}
 	if o.hooks != nil {
 		h := o.hooks(s)
 		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = h.Guard, h.Bus, h.Deliveries, h.WebhookSender
@@ -122,7 +124,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		ProjectID: s.org.Project.ID, Environment: domain.EnvLive, RateLimit: 1 << 30}); err != nil {
 		tb.Fatal(err)
 	}
-	api := rest.NewServer(rest.DefaultConfig(), s.svc, rest.NewRedisRateLimiter(s.rdb), discardLogger())
+	api := rest.NewServer(rest.DefaultConfig(), s.svc, discardLogger())
 	s.srv = httptest.NewServer(api.Handler())
 	tb.Cleanup(s.srv.Close)
 	return s

@@ -6,71 +6,12 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
-type createUploadRequest struct {
-	Filename   string             `json:"filename"`
-	ByteSize   *int64             `json:"byte_size"`
-	FromURL    string             `json:"from_url"`
-	MIMEType   string             `json:"mime_type"`
-	Multipart  bool               `json:"multipart"`
-	ProjectID  string             `json:"project_id"`
-	Validation *validationRequest `json:"validation"`
-}
-
-type validationRequest struct {
-	Formats  []string `json:"formats"`
-	MaxBytes *int64   `json:"max_bytes"`
-	MinBytes *int64   `json:"min_bytes"`
-	Scan     bool     `json:"scan"`
-}
-
 func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
-	var req createUploadRequest
+	var req domain.UploadRequest
 	if !decodeRequest(w, r, &req, false) {
 		return
 	}
-	nu := domain.NewUpload{Filename: req.Filename, FromURL: req.FromURL, MIMEType: req.MIMEType,
-		Multipart: req.Multipart, ProjectID: req.ProjectID}
-	if req.ByteSize != nil {
-		if *req.ByteSize < 1 {
-			writeError(w, r, domain.InvalidParam("byte_size", "byte_size must be at least 1"))
-			return
-		}
-		nu.ByteSize = *req.ByteSize
-	}
-	if req.ProjectID != "" && !domain.ValidID(domain.PrefixProject, req.ProjectID) {
-		writeError(w, r, domain.InvalidParam("project_id", "project_id must be a prj_ id"))
-		return
-	}
-	if v := req.Validation; v != nil {
-		nu.Validation = &domain.Validation{Formats: v.Formats, Scan: v.Scan}
-		if v.Formats != nil && len(v.Formats) == 0 {
-			writeError(w, r, domain.InvalidParam("validation.formats", "validation.formats takes 1 to 32 items"))
-			return
-		}
-		for _, b := range []struct {
-			name string
-			v    *int64
-			dst  *int64
-		}{{"validation.max_bytes", v.MaxBytes, &nu.Validation.MaxBytes}, {"validation.min_bytes", v.MinBytes, &nu.Validation.MinBytes}} {
-			if b.v != nil {
-				if *b.v < 1 {
-					writeError(w, r, domain.InvalidParam(b.name, "%s must be at least 1", b.name))
-					return
-				}
-				*b.dst = *b.v
-			}
-		}
-	}
-	t, err := s.svc.Uploads.CreateUpload(r.Context(), p, nu)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if req.FromURL != "" {
-		writeJSON(w, http.StatusOK, t.File.View())
-		return
-	}
-	writeJSON(w, http.StatusCreated, t.View())
+	s.do(w, r, p, req)
 }
 
 func (s *Server) getUpload(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -86,71 +27,31 @@ func (s *Server) remintParts(w http.ResponseWriter, r *http.Request, p *domain.P
 	if !decodeRequest(w, r, &struct{}{}, true) {
 		return
 	}
-	t, err := s.svc.Uploads.RemintParts(r.Context(), p, r.PathValue("upload_id"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, t.View())
-}
-
-type completePartsRequest struct {
-	Parts []struct {
-		PartNumber *int    `json:"part_number"`
-		ETag       *string `json:"etag"`
-	} `json:"parts"`
+	s.do(w, r, p, domain.RemintPartsRequest{UploadID: r.PathValue("upload_id")})
 }
 
 func (s *Server) completeParts(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
-	var req completePartsRequest
+	var req struct {
+		Parts []domain.PartRequest `json:"parts"`
+	}
 	if !decodeRequest(w, r, &req, false) {
 		return
 	}
-	if len(req.Parts) == 0 {
-		writeError(w, r, domain.InvalidParam("parts", "parts must list at least one part"))
-		return
-	}
-	parts := make([]domain.PartETag, 0, len(req.Parts))
-	for _, pt := range req.Parts {
-		if pt.PartNumber == nil || *pt.PartNumber < 1 {
-			writeError(w, r, domain.InvalidParam("parts.part_number", "every part needs a part_number of at least 1"))
-			return
-		}
-		if pt.ETag == nil || *pt.ETag == "" {
-			writeError(w, r, domain.InvalidParam("parts.etag", "every part needs the etag its PUT answered"))
-			return
-		}
-		parts = append(parts, domain.PartETag{PartNumber: *pt.PartNumber, ETag: *pt.ETag})
-	}
-	f, err := s.svc.Uploads.CompleteParts(r.Context(), p, r.PathValue("upload_id"), parts)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, f.View())
+	s.do(w, r, p, domain.CompletePartsRequest{UploadID: r.PathValue("upload_id"), Parts: req.Parts})
 }
 
 func (s *Server) abortUpload(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
 	if !decodeRequest(w, r, &struct{}{}, true) {
 		return
 	}
-	if err := s.svc.Uploads.AbortUpload(r.Context(), p, r.PathValue("upload_id")); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.do(w, r, p, domain.AbortUploadRequest{UploadID: r.PathValue("upload_id")})
 }
 
 func (s *Server) completeFile(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
 	if !decodeRequest(w, r, &struct{}{}, true) {
 		return
 	}
-	f, err := s.svc.Files.CompleteFile(r.Context(), p, r.PathValue("file_id"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, f.View())
+	s.do(w, r, p, domain.CompleteFileRequest{FileID: r.PathValue("file_id")})
 }
 
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -205,18 +106,5 @@ func (s *Server) downloadURL(w http.ResponseWriter, r *http.Request, p *domain.P
 	if !decodeRequest(w, r, &req, true) {
 		return
 	}
-	expires := 0
-	if req.ExpiresIn != nil {
-		if *req.ExpiresIn == 0 {
-			writeError(w, r, domain.InvalidParam("expires_in", "expires_in must be between %d and %d seconds", domain.MinDownloadTTL, domain.MaxDownloadTTL))
-			return
-		}
-		expires = *req.ExpiresIn
-	}
-	d, err := s.svc.Files.MintDownloadURL(r.Context(), p, r.PathValue("file_id"), req.ArtifactID, expires)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, d.View())
+	s.do(w, r, p, domain.DownloadURLRequest{FileID: r.PathValue("file_id"), ArtifactID: req.ArtifactID, ExpiresIn: req.ExpiresIn})
 }

@@ -20,7 +20,6 @@ const (
 	ctxRequestID ctxKey = iota
 	ctxPrincipal
 	ctxLogger
-	ctxIdempotency
 )
 
 func requestIDFrom(ctx context.Context) string {
@@ -132,18 +131,20 @@ var queryKeyParams = []string{"api_key", "key", "access_token"}
 
 // withAuth authenticates the bearer key, applies the rate limit (per key, or per client
 // address when no key is accepted) and sets the X-RateLimit-* headers on every answer.
+// A request that could not be authenticated because a dependency failed (the database
+// is down) is no failed authentication: it is answered (503 dependency_unavailable)
+// without counting against the address, so clients behind one address are not locked
+// out by an outage.
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
 		p, authErr := s.authenticate(r, ip)
-		bucket, limit := "ip:"+ip.String(), s.svc.Config.DefaultRateLimit
-		if authErr == nil {
-			bucket = "key:" + p.Key.ID
-			if p.Key.RateLimit > 0 {
-				limit = p.Key.RateLimit
-			}
+		if authErr != nil && domain.AsError(authErr) == nil {
+			setRateHeaders(w, s.svc.RateLimits.Peek(r.Context(), ip))
+			writeError(w, r, authErr)
+			return
 		}
-		if !s.rateLimit(w, r, bucket, limit) {
+		if !s.rateLimit(w, r, s.svc.RateLimits.Allow(r.Context(), p, ip)) {
 			return
 		}
 		if authErr != nil {
@@ -164,10 +165,14 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal
 				Message: "API keys must not be sent in the query string; use the Authorization header (and rotate the key: URLs get logged)"}
 		}
 	}
-	h := r.Header.Get("Authorization")
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		// Which one counts would be up to whichever proxy reads it: none does.
+		return nil, domain.Errorf(domain.CodeInvalidAPIKey, "send exactly one Authorization header")
+	}
 	secret := ""
-	if h != "" {
-		scheme, token, ok := strings.Cut(h, " ")
+	if len(values) == 1 && values[0] != "" {
+		scheme, token, ok := strings.Cut(values[0], " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			return nil, domain.Errorf(domain.CodeInvalidAPIKey, "the Authorization header must be 'Bearer <key>'")
 		}
@@ -180,24 +185,15 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal
 // carries the same headers as every other /v1 answer.
 func (s *Server) public(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.rateLimit(w, r, "ip:"+clientIP(r).String(), s.svc.Config.DefaultRateLimit) {
+		if s.rateLimit(w, r, s.svc.RateLimits.Allow(r.Context(), nil, clientIP(r))) {
 			next.ServeHTTP(w, r)
 		}
 	})
 }
 
-// rateLimit sets the headers and answers 429 when the bucket is empty. When the limiter
-// itself fails, requests are let through (availability over strictness) and logged.
-func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string, limit int) bool {
-	d, err := s.limiter.Allow(r.Context(), bucket, limit)
-	if err != nil {
-		logger(r.Context()).Warn("rate limiter unavailable; letting the request through", "error", err.Error())
-		d = domain.RateDecision{Allowed: true, Limit: limit, Remaining: limit}
-	}
-	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
+// rateLimit sets the headers of a rate-limit decision and answers 429 when it refused.
+func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, d domain.RateDecision) bool {
+	setRateHeaders(w, d)
 	if !d.Allowed {
 		retry := int((d.RetryAfter + time.Second - 1) / time.Second)
 		if retry < 1 {
@@ -208,6 +204,13 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string
 		return false
 	}
 	return true
+}
+
+func setRateHeaders(w http.ResponseWriter, d domain.RateDecision) {
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
 }
 
 // clientIP is the peer address. Forwarded headers are not trusted: a deployment behind

@@ -23,6 +23,7 @@ import (
 	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/logging"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -184,7 +185,8 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
 		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
 		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober, Scanner: scanner,
-		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender})
+		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender,
+		Limiter: ratelimit.New(a.redis), Log: a.log})
 	return a, nil
 }
 
@@ -287,7 +289,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 			RequestTimeout:  30 * time.Second,
 			ReadinessChecks: a.readinessChecks(roles),
 			QueueDepth:      queueDepthFunc(a),
-		}, a.svc, rest.NewRedisRateLimiter(a.redis), log)
+		}, a.svc, log)
 		servers = append(servers, listen(cfg.Addr, api.Handler(), "api", log, errc))
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
