@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +23,35 @@ import (
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
+// Addresses for the processes the tests start are taken in turn from a range below the
+// kernel's ephemeral ports (32768 and up), from a start of this binary's own: an
+// address the kernel handed out to be closed again could be handed out again, to
+// another test, before the process meant to listen on it did.
+var ports struct {
+	sync.Mutex
+	next int
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.next == 0 {
+		ports.next = 20000 + (os.Getpid()%400)*25
+	}
+	for range 2000 {
+		p := ports.next
+		if ports.next++; ports.next >= 30000 {
+			ports.next = 20000
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", p)
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port between 20000 and 30000")
+	return ""
 }
 
 func apiPost(t *testing.T, url, key string, body any) (int, map[string]any) {
