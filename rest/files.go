@@ -36,10 +36,6 @@ func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.
 		}
 		nu.ByteSize = *req.ByteSize
 	}
-	if req.ProjectID != "" && !domain.ValidID(domain.PrefixProject, req.ProjectID) {
-		writeError(w, r, domain.InvalidParam("project_id", "project_id must be a prj_ id"))
-		return
-	}
 	if v := req.Validation; v != nil {
 		nu.Validation = &domain.Validation{Formats: v.Formats}
 		if v.Formats != nil && len(v.Formats) == 0 {
@@ -105,21 +101,17 @@ func (s *Server) completeParts(w http.ResponseWriter, r *http.Request, p *domain
 	if !decodeRequest(w, r, &req, false) {
 		return
 	}
-	if len(req.Parts) == 0 {
-		writeError(w, r, domain.InvalidParam("parts", "parts must list at least one part"))
-		return
-	}
+	// A missing number or etag reads as 0 or "", which the domain refuses by name.
 	parts := make([]domain.PartETag, 0, len(req.Parts))
 	for _, pt := range req.Parts {
-		if pt.PartNumber == nil || *pt.PartNumber < 1 {
-			writeError(w, r, domain.InvalidParam("parts.part_number", "every part needs a part_number of at least 1"))
-			return
+		var part domain.PartETag
+		if pt.PartNumber != nil {
+			part.PartNumber = *pt.PartNumber
 		}
-		if pt.ETag == nil || *pt.ETag == "" {
-			writeError(w, r, domain.InvalidParam("parts.etag", "every part needs the etag its PUT answered"))
-			return
+		if pt.ETag != nil {
+			part.ETag = *pt.ETag
 		}
-		parts = append(parts, domain.PartETag{PartNumber: *pt.PartNumber, ETag: *pt.ETag})
+		parts = append(parts, part)
 	}
 	f, err := s.svc.Uploads.CompleteParts(r.Context(), p, r.PathValue("upload_id"), parts)
 	if err != nil {

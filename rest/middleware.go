@@ -3,12 +3,10 @@ package rest
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -126,22 +124,18 @@ func (s *Server) withTimeout(next http.Handler) http.Handler {
 	})
 }
 
-// queryKeyParams are query parameters that look like a credential: a key in a URL ends
-// up in logs and browser history, so it is refused even next to a valid header.
-var queryKeyParams = []string{"api_key", "key", "access_token"}
-
 // withAuth authenticates the bearer key, applies the rate limit (per key, or per client
 // address when no key is accepted) and sets the X-RateLimit-* headers on every answer.
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
 		p, authErr := s.authenticate(r, ip)
-		bucket, limit := "ip:"+ip.String(), s.svc.Config.DefaultRateLimit
+		var bucket string
+		var limit int
 		if authErr == nil {
-			bucket = "key:" + p.Key.ID
-			if p.Key.RateLimit > 0 {
-				limit = p.Key.RateLimit
-			}
+			bucket, limit = s.svc.Config.RateBucket(p, ip)
+		} else {
+			bucket, limit = s.svc.Config.RateBucket(nil, ip)
 		}
 		if !s.rateLimit(w, r, bucket, limit) {
 			return
@@ -157,21 +151,12 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 }
 
 func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal, error) {
-	q := r.URL.Query()
-	for _, name := range queryKeyParams {
-		if q.Has(name) {
-			return nil, &domain.Error{Code: domain.CodeAPIKeyInQuery, Param: name,
-				Message: "API keys must not be sent in the query string; use the Authorization header (and rotate the key: URLs get logged)"}
-		}
+	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
+		return nil, err
 	}
-	h := r.Header.Get("Authorization")
-	secret := ""
-	if h != "" {
-		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return nil, domain.Errorf(domain.CodeInvalidAPIKey, "the Authorization header must be 'Bearer <key>'")
-		}
-		secret = strings.TrimSpace(token)
+	secret, err := domain.BearerSecret(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, err
 	}
 	return s.svc.Keys.Authenticate(r.Context(), secret, ip)
 }
@@ -180,7 +165,7 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal
 // carries the same headers as every other /v1 answer.
 func (s *Server) public(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.rateLimit(w, r, "ip:"+clientIP(r).String(), s.svc.Config.DefaultRateLimit) {
+		if bucket, limit := s.svc.Config.RateBucket(nil, clientIP(r)); s.rateLimit(w, r, bucket, limit) {
 			next.ServeHTTP(w, r)
 		}
 	})
@@ -199,27 +184,11 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
 	if !d.Allowed {
-		retry := int((d.RetryAfter + time.Second - 1) / time.Second)
-		if retry < 1 {
-			retry = 1
-		}
-		writeError(w, r, &domain.Error{Code: domain.CodeRateLimited, RetryAfter: retry,
-			Message: "too many requests: the limit is " + strconv.Itoa(d.Limit) + " per minute"})
+		writeError(w, r, domain.RateLimited(d))
 		return false
 	}
 	return true
 }
 
-// clientIP is the peer address. Forwarded headers are not trusted: a deployment behind
-// a proxy terminates there and the allow-list applies to the proxy's view.
-func clientIP(r *http.Request) netip.Addr {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.IPv4Unspecified()
-	}
-	return a.Unmap()
-}
+// clientIP is the peer address (domain.ClientAddr).
+func clientIP(r *http.Request) netip.Addr { return domain.ClientAddr(r.RemoteAddr) }
