@@ -128,3 +128,13 @@ func (b *Batch) View(members []*Job) BatchView {
 	}
 	return v
 }
+
+// NewBatchView shows a batch just created from its members in request order (View
+// takes them newest first, as the store lists them).
+func NewBatchView(b *Batch, jobs []*Job) BatchView {
+	rev := make([]*Job, len(jobs))
+	for i, j := range jobs {
+		rev[len(jobs)-1-i] = j
+	}
+	return b.View(rev)
+}

@@ -78,3 +78,15 @@ func ClientAddr(remoteAddr string) netip.Addr {
 	}
 	return a.Unmap()
 }
+
+// OptionalPositive reads an optional count that must be at least 1 when it is given;
+// absent is 0. Codes: invalid_request naming param.
+func OptionalPositive(param string, v *int64) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v < 1 {
+		return 0, InvalidParam(param, "%s must be at least 1", param)
+	}
+	return *v, nil
+}

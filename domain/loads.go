@@ -93,3 +93,12 @@ func (s *Files) loadFileArtifacts(ctx context.Context, p *Principal, files []*Fi
 	}
 	return nil
 }
+
+// GetEndpoint returns an endpoint the key may see. Codes: insufficient_scope,
+// not_found, environment_mismatch, key_restricted.
+func (w *Webhooks) GetEndpoint(ctx context.Context, p *Principal, id string) (*WebhookEndpoint, error) {
+	if err := p.RequireScope(ScopeWebhooksRead); err != nil {
+		return nil, err
+	}
+	return w.FindEndpoint(ctx, p, id)
+}

@@ -29,31 +29,20 @@ func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.
 	}
 	nu := domain.NewUpload{Filename: req.Filename, FromURL: req.FromURL, MIMEType: req.MIMEType,
 		Multipart: req.Multipart, ProjectID: req.ProjectID}
-	if req.ByteSize != nil {
-		if *req.ByteSize < 1 {
-			writeError(w, r, domain.InvalidParam("byte_size", "byte_size must be at least 1"))
-			return
-		}
-		nu.ByteSize = *req.ByteSize
+	var err error
+	if nu.ByteSize, err = domain.OptionalPositive("byte_size", req.ByteSize); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	if v := req.Validation; v != nil {
 		nu.Validation = &domain.Validation{Formats: v.Formats}
-		if v.Formats != nil && len(v.Formats) == 0 {
-			writeError(w, r, domain.InvalidParam("validation.formats", "validation.formats takes 1 to 32 items"))
+		if nu.Validation.MaxBytes, err = domain.OptionalPositive("validation.max_bytes", v.MaxBytes); err != nil {
+			writeError(w, r, err)
 			return
 		}
-		for _, b := range []struct {
-			name string
-			v    *int64
-			dst  *int64
-		}{{"validation.max_bytes", v.MaxBytes, &nu.Validation.MaxBytes}, {"validation.min_bytes", v.MinBytes, &nu.Validation.MinBytes}} {
-			if b.v != nil {
-				if *b.v < 1 {
-					writeError(w, r, domain.InvalidParam(b.name, "%s must be at least 1", b.name))
-					return
-				}
-				*b.dst = *b.v
-			}
+		if nu.Validation.MinBytes, err = domain.OptionalPositive("validation.min_bytes", v.MinBytes); err != nil {
+			writeError(w, r, err)
+			return
 		}
 	}
 	t, err := s.svc.Uploads.CreateUpload(r.Context(), p, nu)

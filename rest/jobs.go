@@ -76,23 +76,13 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p *domain.P
 	}
 	b, jobs, err := s.svc.Jobs.CreateBatch(r.Context(), p, domain.BatchRequest{FileIDs: req.FileIDs, Operation: req.Operation, Preset: req.Preset, Options: req.Options,
 		Answer: func(b *domain.Batch, jobs []*domain.Job) (*domain.IdempotencyRecord, error) {
-			return answer(r, http.StatusAccepted, newBatchView(b, jobs))
+			return answer(r, http.StatusAccepted, domain.NewBatchView(b, jobs))
 		}})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeAnswer(w, r, http.StatusAccepted, newBatchView(b, jobs))
-}
-
-// newBatchView shows a batch just created from its members in request order (a batch's
-// view takes them newest first, as the store lists them).
-func newBatchView(b *domain.Batch, jobs []*domain.Job) domain.BatchView {
-	rev := make([]*domain.Job, len(jobs))
-	for i, j := range jobs {
-		rev[len(jobs)-1-i] = j
-	}
-	return b.View(rev)
+	writeAnswer(w, r, http.StatusAccepted, domain.NewBatchView(b, jobs))
 }
 
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request, p *domain.Principal) {

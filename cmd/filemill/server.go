@@ -18,6 +18,7 @@ import (
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/rest"
@@ -218,12 +219,16 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	errc := make(chan error, 2)
 	var servers []*http.Server
 	if roles&roleAPI != 0 {
+		limiter := rest.NewRedisRateLimiter(a.redis)
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
 			ReadinessChecks: a.readinessChecks(),
 			QueueDepth:      queueDepthFunc(a),
-		}, a.svc, rest.NewRedisRateLimiter(a.redis), log)
-		servers = append(servers, listen(cfg.Addr, api.Handler(), "api", log, errc))
+		}, a.svc, limiter, log)
+		gcfg := graph.DefaultServerConfig()
+		gcfg.StatusOf = rest.StatusOf
+		gql := graph.NewServer(gcfg, a.svc, limiter, log)
+		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
 		}
@@ -245,6 +250,17 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		worker.Shutdown()
 	}
 	return err
+}
+
+// apiHandler serves both front doors on one listener: GraphQL under /graphql, REST
+// (with health, readiness and metrics) everywhere else.
+func apiHandler(api *rest.Server, gql *graph.Server) http.Handler {
+	mux := http.NewServeMux()
+	g := gql.Handler()
+	mux.Handle("/graphql", g)
+	mux.Handle("/graphql/", g)
+	mux.Handle("/", api.Handler())
+	return mux
 }
 
 func listen(addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *http.Server {

@@ -1,0 +1,13 @@
+package graph
+
+import (
+	"log/slog"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// Resolver holds what every resolver needs: the domain services.
+type Resolver struct {
+	svc *domain.Services
+	log *slog.Logger
+}
