@@ -22,7 +22,7 @@ type loaders struct {
 
 // loaderWait is how long a loader gathers keys before it reads: the fields of a list's
 // items are resolved concurrently, within microseconds of each other.
-const loaderWait = 2 * time.Millisecond
+const loaderWait = 5 * time.Millisecond
 
 func newLoaders(svc *domain.Services, p *domain.Principal) *loaders {
 	opts := []dataloadgen.Option{dataloadgen.WithWait(loaderWait), dataloadgen.WithBatchCapacity(domain.MaxPageSize)}
@@ -90,10 +90,11 @@ func (l *loaders) primeFiles(files []*domain.File, withArtifacts bool) {
 	}
 }
 
-// prefetchFiles reads the files of a page of jobs at once and primes the loader with
-// them (a missing one as nil, so it is not read again). A key that may not read files
-// skips it: each job's file field then answers insufficient_scope on its own.
-func (l *loaders) prefetchFiles(ctx context.Context, svc *domain.Services, p *domain.Principal, jobs []*domain.Job) error {
+// prefetchFiles reads the files of a page of jobs at once, and their artifacts when
+// withArtifacts, and primes the loaders with them (a missing file as nil, so it is not
+// read again). A key that may not read files skips it: each job's file field then
+// answers insufficient_scope on its own.
+func (l *loaders) prefetchFiles(ctx context.Context, svc *domain.Services, p *domain.Principal, jobs []*domain.Job, withArtifacts bool) error {
 	ids := make([]string, 0, len(jobs))
 	seen := map[string]bool{}
 	for _, j := range jobs {
@@ -112,21 +113,34 @@ func (l *loaders) prefetchFiles(ctx context.Context, svc *domain.Services, p *do
 	if err != nil {
 		return err
 	}
+	var arts map[string][]*domain.Artifact
+	if withArtifacts && len(m) > 0 {
+		found := make([]string, 0, len(m))
+		for id := range m {
+			found = append(found, id)
+		}
+		if arts, err = svc.Files.ArtifactsOfFiles(ctx, p, found); err != nil {
+			return err
+		}
+	}
 	for _, id := range ids {
 		l.files.Prime(id, m[id])
+		if arts != nil && m[id] != nil {
+			l.fileArtifacts.Prime(id, arts[id])
+		}
 	}
 	return nil
 }
 
-// selects reports whether the items of the connection being resolved select the field
-// name, through nodes or edges.node.
-func selects(ctx context.Context, name string) bool {
+// selects reports whether the items of the connection being resolved select the
+// fields of path (each inside the one before), through nodes or edges.node.
+func selects(ctx context.Context, path ...string) bool {
 	oc := graphql.GetOperationContext(ctx)
+	var items []graphql.CollectedField
 	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
-		var items []graphql.CollectedField
 		switch f.Name {
 		case "nodes":
-			items = graphql.CollectFields(oc, f.Selections, nil)
+			items = append(items, graphql.CollectFields(oc, f.Selections, nil)...)
 		case "edges":
 			for _, e := range graphql.CollectFields(oc, f.Selections, nil) {
 				if e.Name == "node" {
@@ -134,10 +148,26 @@ func selects(ctx context.Context, name string) bool {
 				}
 			}
 		}
+	}
+	for _, name := range path {
+		var next []graphql.CollectedField
 		for _, it := range items {
 			if it.Name == name {
-				return true
+				next = append(next, graphql.CollectFields(oc, it.Selections, nil)...)
 			}
+		}
+		if len(next) == 0 && !hasField(items, name) {
+			return false
+		}
+		items = next
+	}
+	return true
+}
+
+func hasField(fields []graphql.CollectedField, name string) bool {
+	for _, f := range fields {
+		if f.Name == name {
+			return true
 		}
 	}
 	return false

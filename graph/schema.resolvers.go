@@ -93,8 +93,9 @@ func (r *queryResolver) Jobs(ctx context.Context, projectID *string, state *stri
 	l := loadersFrom(ctx)
 	l.primeJobs(list.Data, true)
 	if selects(ctx, "file") {
-		// The page's files in one read rather than as each job resolves its own.
-		if err := l.prefetchFiles(ctx, r.svc, p, list.Data); err != nil {
+		// The page's files (and their artifacts) in one read each rather than as each
+		// job resolves its own.
+		if err := l.prefetchFiles(ctx, r.svc, p, list.Data, selects(ctx, "file", "artifacts")); err != nil {
 			return nil, err
 		}
 	}

@@ -40,7 +40,7 @@ type ServerConfig struct {
 
 // DefaultServerConfig returns the defaults.
 func DefaultServerConfig() ServerConfig {
-	return ServerConfig{MaxDepth: 12, MaxComplexity: 20000, MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
+	return ServerConfig{MaxDepth: 12, MaxComplexity: 15000, MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
 		PersistedQueries: 1000}
 }
 
