@@ -17,7 +17,9 @@ import (
 // queryCounter counts the statements the store sends.
 type queryCounter struct{ n atomic.Int64 }
 
-func (c *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 func (c *queryCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	if e.Err == nil || e.Err == sql.ErrNoRows {
 		c.n.Add(1)
