@@ -14,7 +14,9 @@ import (
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
+	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -34,6 +36,7 @@ type stack struct {
 	key      string // a live key with a rate limit high enough not to interfere
 	org      *domain.Bootstrap
 	engines  map[string]domain.Engine
+	registry *domain.Registry
 	queue    *jobs.Queue
 }
 
@@ -99,8 +102,12 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
+	if s.registry, err = catalog.Registry(); err != nil {
+		tb.Fatal(err)
+	}
+	prober := probe.New(probe.DefaultConfig())
 	s.svc = domain.NewServices(cfg, domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Engines: s.engines})
+		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober})
 	if s.org, err = s.svc.Organizations.Bootstrap(ctx, "bench", "bench", 1<<40); err != nil {
 		tb.Fatal(err)
 	}
@@ -117,7 +124,8 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 // startWorker runs a worker server against the stack's Redis.
 func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 	tb.Helper()
-	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency}, discardLogger())
+	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency,
+		Pools: jobs.EnginePools(s.registry, s.engines, func(string) int { return concurrency })}, discardLogger())
 	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)

@@ -71,20 +71,102 @@ func BenchmarkCreateJob(b *testing.B) {
 	}
 }
 
-// timedEngine records how long each engine run took, by job input path.
+// timedEngine records how long each engine run took, in order and by job (the job id
+// is in the name of the scratch directory the input sits in).
 type timedEngine struct {
 	domain.Engine
 	mu    sync.Mutex
 	spent []time.Duration
+	byJob map[string]time.Duration
 }
 
 func (t *timedEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
 	t0 := time.Now()
 	out, err := t.Engine.Run(ctx, in)
+	d := time.Since(t0)
 	t.mu.Lock()
-	t.spent = append(t.spent, time.Since(t0))
+	t.spent = append(t.spent, d)
+	if t.byJob == nil {
+		t.byJob = map[string]time.Duration{}
+	}
+	dir := filepath.Base(filepath.Dir(in.Path))
+	if len(dir) > len(domain.WorkDirPrefix)+30 {
+		t.byJob[dir[len(domain.WorkDirPrefix):len(domain.WorkDirPrefix)+30]] += d
+	}
 	t.mu.Unlock()
 	return out, err
+}
+
+// BenchmarkBookkeepingInFlight keeps 8 inspect jobs in flight, each client creating a
+// job and polling GET /v1/jobs/{id} until it ends, against a worker running 8 at a
+// time, and reports finished_at − created_at minus the engine's time: everything the
+// platform adds (API, admission, queue, claim, download, artifact upload, settlement).
+// Goal: p50 ≤ 20 ms.
+func BenchmarkBookkeepingInFlight(b *testing.B) {
+	s := newStack(b, stackOpts{})
+	te := &timedEngine{Engine: s.engines["inspect"]}
+	s.engines["inspect"] = te
+	w := s.startWorker(b, 8)
+	defer w.Shutdown()
+	fileID := s.readyFile(b, "a.pdf", []byte(samplePDF))
+	const inFlight, perClient = 8, 50
+	client := NewClient(inFlight)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var mu sync.Mutex
+		var overhead []time.Duration
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for c := 0; c < inFlight; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < perClient; k++ {
+					st, j, err := s.call(context.Background(), client, "POST", "/v1/jobs", map[string]any{"file_id": fileID, "operation": "inspect"})
+					if err != nil || st != 202 {
+						b.Errorf("create: %d %v", st, err)
+						return
+					}
+					id := j["id"].(string)
+					for {
+						st, job, err := s.call(context.Background(), client, "GET", "/v1/jobs/"+id, nil)
+						if err != nil || st != 200 {
+							b.Errorf("poll: %d %v", st, err)
+							return
+						}
+						if job["state"] == "succeeded" {
+							break
+						}
+						if job["state"] != "queued" && job["state"] != "running" {
+							b.Errorf("job %s: %v", id, job)
+							return
+						}
+						time.Sleep(2 * time.Millisecond)
+					}
+					done, err := s.store.FindJobByID(context.Background(), id)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					te.mu.Lock()
+					eng := te.byJob[id]
+					te.mu.Unlock()
+					mu.Lock()
+					overhead = append(overhead, done.FinishedAt.Sub(done.CreatedAt)-eng)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(t0)
+		if len(overhead) == 0 {
+			b.Fatal("no job finished")
+		}
+		sort.Slice(overhead, func(i, j int) bool { return overhead[i] < overhead[j] })
+		b.ReportMetric(float64(overhead[len(overhead)/2].Microseconds())/1000, "bookkeeping-p50-ms")
+		b.ReportMetric(float64(overhead[len(overhead)*99/100].Microseconds())/1000, "bookkeeping-p99-ms")
+		b.ReportMetric(float64(len(overhead))/elapsed.Seconds(), "jobs/s")
+	}
 }
 
 // BenchmarkInspectBookkeeping runs inspect jobs one at a time and reports the time from

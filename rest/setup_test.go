@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/rest/openapitest"
@@ -55,6 +57,9 @@ type setupOpts struct {
 	engine func(domain.Engine) domain.Engine
 	// store, when set, wraps the real store the services use (to inject a fault).
 	store func(domain.Store) domain.Store
+	// registry, when set, replaces the real registry; engines add to the real ones.
+	registry *domain.Registry
+	engines  map[string]domain.Engine
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -91,9 +96,14 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	}
 	reg, err := catalog.Registry()
 	require.NoError(t, err)
+	if o.registry != nil {
+		reg = o.registry
+	}
 	engines := map[string]domain.Engine{"inspect": engine}
+	maps.Copy(engines, o.engines)
+	prober := probe.New(probe.DefaultConfig())
 	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Registry: reg, Engines: engines})
+		Registry: reg, Engines: engines, Pages: prober, Verifier: prober})
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
