@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
@@ -115,8 +117,14 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		ProjectID: s.org.Project.ID, Environment: domain.EnvLive, RateLimit: 1 << 30}); err != nil {
 		tb.Fatal(err)
 	}
-	api := rest.NewServer(rest.DefaultConfig(), s.svc, rest.NewRedisRateLimiter(s.rdb), discardLogger())
-	s.srv = httptest.NewServer(api.Handler())
+	limiter := rest.NewRedisRateLimiter(s.rdb)
+	api := rest.NewServer(rest.DefaultConfig(), s.svc, limiter, discardLogger())
+	// Both doors on one listener, as the api process serves them.
+	gql := graph.NewServer(graph.DefaultServerConfig(), s.svc, limiter, discardLogger())
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", gql.Handler())
+	mux.Handle("/", api.Handler())
+	s.srv = httptest.NewServer(mux)
 	tb.Cleanup(s.srv.Close)
 	return s
 }
