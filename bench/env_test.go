@@ -120,7 +120,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	limiter := rest.NewRedisRateLimiter(s.rdb)
 	api := rest.NewServer(rest.DefaultConfig(), s.svc, limiter, discardLogger())
 	// Both doors on one listener, as the api process serves them.
-	gql := graph.NewServer(graph.DefaultServerConfig(), s.svc, limiter, discardLogger())
+	gql := graph.NewServer(graph.DefaultServerConfig(), s.svc, limiter, nil, discardLogger())
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())
 	mux.Handle("/", api.Handler())

@@ -13,6 +13,8 @@ const (
 	ctxRequestID ctxKey = iota
 	ctxPrincipal
 	ctxLoaders
+	ctxClientAddr
+	ctxSecret
 )
 
 func requestIDFrom(ctx context.Context) string {

@@ -8,6 +8,8 @@ import (
 
 // Resolver holds what every resolver needs: the domain services.
 type Resolver struct {
-	svc *domain.Services
-	log *slog.Logger
+	svc  *domain.Services
+	log  *slog.Logger
+	bus  EventStream // nil: no subscriptions
+	live *liveLimits
 }

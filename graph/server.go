@@ -16,7 +16,9 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -33,6 +35,16 @@ type ServerConfig struct {
 	RequestTimeout time.Duration
 	// PersistedQueries is how many automatic persisted queries one process remembers.
 	PersistedQueries int
+	// KeepAlive is how often an idle websocket is pinged (graphql-transport-ws) or sent
+	// a keep-alive message (graphql-ws).
+	KeepAlive time.Duration
+	// KeyRecheck is how often a websocket's key is checked again: a revoked key's
+	// subscriptions end within it.
+	KeyRecheck time.Duration
+	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the subscriptions
+	// running at once on one connection, and for one key on one process.
+	MaxSubscriptionsPerConnection int
+	MaxSubscriptionsPerKey        int
 	// StatusOf gives the HTTP status of a request refused before GraphQL runs (no key,
 	// rate limited) from its contract code: the REST door's table. Nil answers 200.
 	StatusOf func(code string) int
@@ -41,7 +53,8 @@ type ServerConfig struct {
 // DefaultServerConfig returns the defaults.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{MaxDepth: 12, MaxComplexity: 15000, MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
-		PersistedQueries: 1000}
+		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second,
+		MaxSubscriptionsPerConnection: 100, MaxSubscriptionsPerKey: 1000}
 }
 
 // Validate names the first setting out of range.
@@ -53,6 +66,12 @@ func (c ServerConfig) Validate() error {
 		return errors.New("graph: MaxComplexity must be at least 100")
 	case c.MaxBodyBytes < 1024:
 		return errors.New("graph: MaxBodyBytes must be at least 1024")
+	case c.KeepAlive < time.Second:
+		return errors.New("graph: KeepAlive must be at least 1s")
+	case c.KeyRecheck < 100*time.Millisecond || c.KeyRecheck > time.Minute:
+		return errors.New("graph: KeyRecheck must be between 100ms and 1m")
+	case c.MaxSubscriptionsPerConnection < 1 || c.MaxSubscriptionsPerKey < 1:
+		return errors.New("graph: the subscription limits must be at least 1")
 	}
 	return nil
 }
@@ -66,15 +85,26 @@ type Server struct {
 	gql     *handler.Server
 }
 
-// NewServer builds the door. limiter is the one the REST door uses (shared buckets).
-func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimiter, log *slog.Logger) *Server {
+// NewServer builds the door. limiter is the one the REST door uses (shared buckets);
+// bus feeds the subscriptions (nil: they answer not_implemented).
+func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimiter, bus EventStream, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, svc: svc, limiter: limiter, log: log}
-	ec := Config{Resolvers: &Resolver{svc: svc, log: log}}
+	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
+	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live}}
 	setComplexity(&ec.Complexity)
 	gql := handler.New(NewExecutableSchema(ec))
+	gql.AddTransport(transport.Websocket{
+		// Keys travel in headers or connection_init, never in cookies: any origin may connect.
+		Implementation:        transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{InsecureSkipVerify: true}},
+		InitFunc:              s.initSocket,
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: cfg.KeepAlive,
+		PingPongInterval:      cfg.KeepAlive,
+		MissingPongOk:         true,
+	})
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -87,7 +117,15 @@ func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimite
 		return s.recoverPanic(ctx, v)
 	})
 	gql.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		if p := principal(ctx); p != nil && loadersFrom(ctx) == nil {
+		p := principal(ctx)
+		if c := connFrom(ctx); c != nil && p != nil {
+			// An operation over a websocket takes its token as a request does.
+			bucket, limit := svc.Config.RateBucket(p, c.ip)
+			if err := s.allow(ctx, bucket, limit); err != nil {
+				return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{s.presentError(ctx, err)}})
+			}
+		}
+		if p != nil && loadersFrom(ctx) == nil {
 			ctx = context.WithValue(ctx, ctxLoaders, newLoaders(svc, p))
 		}
 		return next(ctx)
@@ -126,9 +164,19 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, 0, domain.Errorf(domain.CodePayloadTooLarge, "request bodies are limited to %d bytes", s.cfg.MaxBodyBytes))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	}
 	ip := domain.ClientAddr(r.RemoteAddr)
-	p, authErr := s.authenticate(r)
+	// A websocket may carry its key in connection_init instead of the upgrade: it is
+	// authenticated there (initSocket) before any operation runs.
+	socket := r.Header.Get("Upgrade") != ""
+	deferred := socket && r.Header.Get("Authorization") == ""
+	var p *domain.Principal
+	var authErr error
+	if !deferred {
+		p, authErr = s.authenticate(r)
+	}
 	var rp *domain.Principal
 	if authErr == nil {
 		rp = p
@@ -142,8 +190,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, 0, authErr)
 		return
 	}
-	ctx := withPrincipal(r.Context(), p)
-	if s.cfg.RequestTimeout > 0 {
+	ctx := context.WithValue(r.Context(), ctxClientAddr, ip)
+	if p != nil {
+		ctx = withPrincipal(ctx, p)
+		secret, _ := domain.BearerSecret(r.Header.Get("Authorization"))
+		ctx = context.WithValue(ctx, ctxSecret, secret)
+	}
+	if s.cfg.RequestTimeout > 0 && !socket {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		defer cancel()
@@ -167,12 +220,8 @@ func (s *Server) authenticate(r *http.Request) (*domain.Principal, error) {
 // rateLimit takes one token and sets the X-RateLimit-* headers; a limiter that fails
 // lets the request through (availability over strictness), as REST does.
 func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string, limit int) error {
-	if s.limiter == nil {
-		return nil
-	}
-	d, err := s.limiter.Allow(r.Context(), bucket, limit)
-	if err != nil {
-		s.logger(r.Context()).Warn("rate limiter unavailable; letting the request through", "error", err.Error())
+	d, ok := s.decide(r.Context(), bucket, limit)
+	if !ok {
 		return nil
 	}
 	h := w.Header()
@@ -203,4 +252,27 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// decide takes one token from bucket; false when there is no decision (no limiter, or
+// it failed: the request goes through).
+func (s *Server) decide(ctx context.Context, bucket string, limit int) (domain.RateDecision, bool) {
+	if s.limiter == nil {
+		return domain.RateDecision{}, false
+	}
+	d, err := s.limiter.Allow(ctx, bucket, limit)
+	if err != nil {
+		s.logger(ctx).Warn("rate limiter unavailable; letting the request through", "error", err.Error())
+		return domain.RateDecision{}, false
+	}
+	return d, true
+}
+
+// allow takes one token for an operation that came without a request of its own.
+// Codes: rate_limited.
+func (s *Server) allow(ctx context.Context, bucket string, limit int) error {
+	if d, ok := s.decide(ctx, bucket, limit); ok && !d.Allowed {
+		return domain.RateLimited(d)
+	}
+	return nil
 }

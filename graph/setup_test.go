@@ -84,7 +84,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		o.gcfg(&gcfg)
 	}
 	require.NoError(t, gcfg.Validate())
-	gql := graph.NewServer(gcfg, svc, limiter, quiet)
+	gql := graph.NewServer(gcfg, svc, limiter, nil, quiet)
 	api := rest.NewServer(rest.DefaultConfig(), svc, limiter, quiet)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())

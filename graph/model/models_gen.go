@@ -107,6 +107,13 @@ type PartInput struct {
 type Query struct {
 }
 
+// Live changes over a websocket (graphql-transport-ws, or the legacy graphql-ws), with
+// the key in the upgrade's Authorization header or in connection_init's payload
+// {"authorization": "Bearer <key>"}. Each first sends the current state, then every
+// change; a revoked key's subscriptions end.
+type Subscription struct {
+}
+
 type UsageCredits struct {
 	Balance  int64 `json:"balance"`
 	Reserved int64 `json:"reserved"`
