@@ -25,9 +25,12 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/...
 
+# gofmt, go vet, and the OpenAPI document against Redocly's recommended rules (a pinned
+# @redocly/cli, installed with npm into a cache directory on first use).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	bash .ci/openapi-lint
 	@# The GraphQL code generated from graph/*.graphqls must be the committed one.
 	$(GO) run github.com/99designs/gqlgen generate
 	@out=$$(git status --porcelain -- graph/ gqlgen.yml); if [ -n "$$out" ]; then \

@@ -3,7 +3,6 @@ package domain
 import (
 	"bytes"
 	"mime"
-	"path"
 	"strings"
 	"unicode/utf8"
 
@@ -143,10 +142,4 @@ func declaredMatches(declared string, f Format) bool {
 	}
 	// Detection cannot tell every text dialect apart (CSV from plain text, say).
 	return strings.HasPrefix(d, "text/") && strings.HasPrefix(f.MIMEType, "text/")
-}
-
-// cleanFilename keeps the last path element, so a name can never address a path.
-func cleanFilename(name string) string {
-	name = strings.ReplaceAll(name, "\\", "/")
-	return path.Base("/" + name)
 }

@@ -16,7 +16,7 @@ type EngineInput struct {
 	Operation string          // the operation or the preset step being run
 	Options   json.RawMessage // already validated against the operation's options
 	Path      string          // the input bytes on local disk
-	Filename  string          // the file's name as uploaded (for output names)
+	Filename  string          // the file's name as uploaded, made safe (SafeName): a base name, for output names
 	Format    Format          // detected at completion
 	ByteSize  int64
 	SHA256    string // "" outside the hash window

@@ -84,14 +84,24 @@ type Error struct {
 	Details map[string]any
 	// RetryAfter, in seconds, for the 429 and 503 codes that know when to come back.
 	RetryAfter int
+	// Cause is what went wrong underneath (a parser's or a tool's own words), for the
+	// logs: Error includes it, Message never does, and no door shows it to a client.
+	Cause error
 }
 
 func (e *Error) Error() string {
+	s := e.Code + ": " + e.Message
 	if e.Param != "" {
-		return fmt.Sprintf("%s: %s (param %s)", e.Code, e.Message, e.Param)
+		s = fmt.Sprintf("%s: %s (param %s)", e.Code, e.Message, e.Param)
 	}
-	return e.Code + ": " + e.Message
+	if e.Cause != nil {
+		s += " (" + e.Cause.Error() + ")"
+	}
+	return s
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Errorf returns an *Error with the given code and formatted message.
 func Errorf(code, format string, args ...any) *Error {

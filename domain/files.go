@@ -123,7 +123,37 @@ func (s *Files) CompleteFile(ctx context.Context, p *Principal, id string) (*Fil
 	if u.Multipart {
 		return nil, &Error{Code: CodeConflict, Message: "this file is uploaded in parts: finish with POST /v1/uploads/" + u.ID + "/complete-parts"}
 	}
+	if err := s.commitStaged(ctx, u); err != nil {
+		return nil, err
+	}
 	return s.complete(ctx, u, f)
+}
+
+// commitStaged makes the bytes PUT into a single-PUT session's staged upload the file's
+// object, ending the upload: from then on its URL writes nothing.
+// Codes: conflict (no bytes yet), upload_session_consumed (ended meanwhile).
+func (s *Files) commitStaged(ctx context.Context, u *Upload) error {
+	if u.StorageUploadID == "" {
+		return nil // opened before uploads were staged: the bytes are at the key
+	}
+	err := s.Blobs.CompleteUpload(ctx, u.StorageKey, u.StorageUploadID)
+	switch {
+	case errors.Is(err, ErrNoBytes):
+		return noBytesYet()
+	case errors.Is(err, ErrNotFound):
+		// Committed by an earlier call whose completion did not finish: finish it.
+		if _, serr := s.Blobs.Stat(ctx, u.StorageKey); serr == nil {
+			return nil
+		}
+		return consumed(&Upload{State: UploadCompleted})
+	case err != nil:
+		return fmt.Errorf("commit upload %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+func noBytesYet() error {
+	return &Error{Code: CodeConflict, Message: "no bytes have landed for this file yet: PUT them to the upload URL first"}
 }
 
 // measurement is what completion learns from the stored bytes.
@@ -138,7 +168,7 @@ type measurement struct {
 func (s *Files) measure(ctx context.Context, key string) (*measurement, error) {
 	size, err := s.Blobs.Stat(ctx, key)
 	if errors.Is(err, ErrNotFound) {
-		return nil, &Error{Code: CodeConflict, Message: "no bytes have landed for this file yet: PUT them to the upload URL first"}
+		return nil, noBytesYet()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", key, err)
@@ -258,6 +288,13 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 		return writeEvent(ctx, tx, event, f.OrganizationID, f.ProjectID, f.Environment, f.ID, f.View(), now)
 	})
 	if err != nil {
+		if AsError(err) != nil && ErrorCode(err) == CodeUploadSessionConsumed {
+			// Aborted, deleted or expired while completing: the bytes just committed are
+			// nobody's. (Had another completion won, the object would be its.)
+			if cur, ferr := s.Store.FindUploadByID(ctx, u.ID); ferr == nil && cur.State != UploadCompleted {
+				_ = s.Blobs.Delete(context.WithoutCancel(ctx), u.StorageKey)
+			}
+		}
 		return nil, err
 	}
 	u.State = UploadCompleted
@@ -317,6 +354,12 @@ func (s *Files) DeleteFile(ctx context.Context, p *Principal, id string) error {
 		return err
 	}
 	from, now := f.Status, s.Clock.Now()
+	var open *Upload // the session of a file still awaiting its bytes
+	if from == FileAwaitingUpload {
+		if open, err = s.Store.FindUploadByID(ctx, f.UploadID); err != nil {
+			return fmt.Errorf("upload of file %s: %w", f.ID, err)
+		}
+	}
 	err = s.Store.InTx(ctx, func(tx Store) error {
 		f.Status, f.DeletedAt = FileDeleted, &now
 		ok, err := tx.UpdateFile(ctx, f, from)
@@ -326,15 +369,20 @@ func (s *Files) DeleteFile(ctx context.Context, p *Principal, id string) error {
 		if !ok {
 			return NotFound("file")
 		}
+		if open != nil {
+			// The session ends with its file; a completion racing with this loses.
+			if _, err := tx.TransitionUpload(ctx, open.ID, UploadOpen, UploadAborted, now); err != nil {
+				return err
+			}
+		}
 		return writeEvent(ctx, tx, EventFileDeleted, f.OrganizationID, f.ProjectID, f.Environment, f.ID, f.View(), now)
 	})
 	if err != nil {
 		return err
 	}
-	if from == FileAwaitingUpload {
-		if u, err := s.Store.FindUploadByID(ctx, f.UploadID); err == nil && u.Multipart {
-			_ = s.Blobs.(MultipartBlobs).AbortMultipart(ctx, u.StorageKey, u.StorageUploadID)
-		}
+	if open != nil && open.StorageUploadID != "" {
+		// Its URLs write nothing from here on.
+		_ = s.Blobs.AbortUpload(context.WithoutCancel(ctx), open.StorageKey, open.StorageUploadID)
 	}
 	// The row says deleted before the bytes go, so nothing can hand out a URL to bytes
 	// being removed; a failure here leaves orphans, never a file without bytes.
@@ -379,9 +427,11 @@ const (
 )
 
 // MintDownloadURL decides whether the key may read the file (or one of its artifacts)
-// and only then signs a short-lived URL. Rejected files are quarantined.
-// Codes: invalid_request (artifact_id, expires_in), not_found, environment_mismatch,
-// forbidden (rejected file), conflict (bytes not uploaded yet).
+// and only then signs a short-lived URL. It serves the detected format's media type
+// (never one guessed from the name) as an attachment named after the file.
+// Codes: invalid_request (artifact_id, expires_in), not_found (also a deleted file),
+// environment_mismatch, conflict (a rejected file, quarantined; no bytes yet; expired),
+// with details.status.
 func (s *Files) MintDownloadURL(ctx context.Context, p *Principal, fileID, artifactID string, expiresIn int) (*DownloadURL, error) {
 	if err := p.RequireScope(ScopeFilesRead); err != nil {
 		return nil, err
@@ -402,22 +452,24 @@ func (s *Files) MintDownloadURL(ctx context.Context, p *Principal, fileID, artif
 	switch f.Status {
 	case FileReady:
 	case FileRejected:
-		return nil, &Error{Code: CodeForbidden, Message: "the file was rejected by its validation policy and is quarantined: it cannot be downloaded",
-			Details: map[string]any{"findings": f.Findings}}
+		return nil, &Error{Code: CodeConflict, Message: "the file was rejected by its validation policy and is quarantined: it cannot be downloaded",
+			Details: map[string]any{"status": f.Status, "findings": f.Findings}}
 	default:
 		return nil, &Error{Code: CodeConflict, Message: "the file is " + f.Status + ": there is nothing to download",
 			Details: map[string]any{"status": f.Status}}
 	}
-	key, name, size := f.StorageKey, f.Filename, f.ByteSize
+	key, size := f.StorageKey, f.ByteSize
+	d := Download{Name: SafeName(f.Filename), ContentType: f.DetectedMIMEType}
 	if artifactID != "" {
 		a, err := s.Store.FindArtifactByID(ctx, artifactID)
 		if err != nil || a.FileID != f.ID {
 			return nil, &Error{Code: CodeNotFound, Message: "no such artifact of this file", Param: "artifact_id"}
 		}
-		key, name, size = a.StorageKey, a.Name, a.ByteSize
+		key, size = a.StorageKey, a.ByteSize
+		d = Download{Name: SafeName(a.Name), ContentType: a.MIMEType}
 	}
 	ttl := time.Duration(expiresIn) * time.Second
-	url, err := s.Blobs.PresignGet(ctx, key, ttl, name)
+	url, err := s.Blobs.PresignGet(ctx, key, ttl, d)
 	if err != nil {
 		return nil, fmt.Errorf("presign download: %w", err)
 	}

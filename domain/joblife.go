@@ -157,6 +157,9 @@ type admission struct {
 // order of the files. Codes: those of newJob, invalid_request (files of several
 // projects), concurrency_limit, key_spend_limit, credits_exhausted, payment_required.
 func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, []*Job, error) {
+	if err := CheckJSONText("options", req.options); err != nil {
+		return nil, nil, err
+	}
 	extra, err := req.op.fileIDs(req.options)
 	if err != nil {
 		return nil, nil, err
@@ -585,7 +588,7 @@ func (s *Jobs) fetchInput(ctx context.Context, j *Job, f *File, path string) (En
 		}
 		return EngineFile{}, &Error{Code: CodeDependencyUnavailable, Message: "the file could not be read from storage; the job will be tried again"}
 	}
-	return EngineFile{FileID: f.ID, Path: path, Filename: f.Filename, Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
+	return EngineFile{FileID: f.ID, Path: path, Filename: SafeName(f.Filename), Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
 }
 
 // scratchUnavailable is the error of a worker that cannot write its scratch space (a

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -245,12 +246,30 @@ type RateLimiter interface {
 	Allow(ctx context.Context, key string, perMinute int) (RateDecision, error)
 }
 
-// Blobs stores file bytes. Keys are opaque paths chosen by the services.
+// Blobs stores file bytes. Keys are opaque paths chosen by the services; the services
+// never reuse a key, so a URL minted for one can only ever reach the bytes written there.
+//
+// Clients put bytes through staged uploads: CreateUpload opens one for a key, the URLs of
+// PresignPut (and of MultipartBlobs.PresignPart) write into it, and nothing is visible at
+// the key until CompleteUpload (or CompleteMultipart) makes the staged bytes the object.
+// An upload completed or aborted takes no more bytes: its URLs are refused and write
+// nothing, however long they were signed for.
 type Blobs interface {
-	// PresignPut returns a URL and the headers a client must send to PUT exactly size bytes.
-	PresignPut(ctx context.Context, key string, size int64, expires time.Duration) (url string, headers map[string]string, err error)
-	// PresignGet returns a URL that serves the object (with Range support) until expiry.
-	PresignGet(ctx context.Context, key string, expires time.Duration, downloadName string) (string, error)
+	// CreateUpload opens a staged upload for key and returns its id.
+	CreateUpload(ctx context.Context, key string) (uploadID string, err error)
+	// PresignPut returns a URL and the headers a client must send to PUT exactly size
+	// bytes, the whole object, into an open upload. Each call mints a distinct URL.
+	PresignPut(ctx context.Context, key, uploadID string, size int64, expires time.Duration) (url string, headers map[string]string, err error)
+	// CompleteUpload makes the bytes PUT into the upload the object at key and ends the
+	// upload. ErrNoBytes when none have landed (the upload stays open); ErrNotFound when
+	// the upload has ended.
+	CompleteUpload(ctx context.Context, key, uploadID string) error
+	// AbortUpload ends an upload and discards what it staged; ending an ended or unknown
+	// upload is not an error.
+	AbortUpload(ctx context.Context, key, uploadID string) error
+	// PresignGet returns a URL that serves the object (with Range support) until expiry,
+	// presented as d says.
+	PresignGet(ctx context.Context, key string, expires time.Duration, d Download) (string, error)
 	// Stat returns the stored size; ErrNotFound when nothing is stored under key.
 	Stat(ctx context.Context, key string) (int64, error)
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
@@ -260,20 +279,37 @@ type Blobs interface {
 	Ping(ctx context.Context) error
 }
 
+// ErrNoBytes reports an upload completed before any bytes were put into it.
+var ErrNoBytes = errors.New("no bytes have been uploaded")
+
+// Download is how a download URL presents the object it serves.
+type Download struct {
+	// Name is the attachment's file name, already made safe (SafeName); "" serves the
+	// object without Content-Disposition.
+	Name string
+	// ContentType is the media type served; "" is application/octet-stream.
+	ContentType string
+}
+
 // PartETag pairs a part number with the ETag the store answered for it.
 type PartETag struct {
 	PartNumber int
 	ETag       string
 }
 
-// MultipartBlobs is the optional multipart ability of a Blobs.
+// MultipartBlobs is the optional multipart ability of a Blobs: an upload opened with
+// CreateUpload takes its bytes in numbered parts instead of one PUT.
 type MultipartBlobs interface {
-	CreateMultipart(ctx context.Context, key string) (uploadID string, err error)
+	// PresignPart returns a URL for a PUT of exactly size bytes as part partNumber; a new
+	// PUT of the same part replaces it, which is how an interrupted upload resumes. Each
+	// call mints a distinct URL.
 	PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error)
-	// ListParts returns what the store holds for a multipart upload, by part number.
+	// ListParts returns what the store holds for an open upload, by part number;
+	// ErrNotFound when the upload has ended.
 	ListParts(ctx context.Context, key, uploadID string) ([]PartETag, error)
+	// CompleteMultipart assembles the given parts into the object at key and ends the
+	// upload.
 	CompleteMultipart(ctx context.Context, key, uploadID string, parts []PartETag) error
-	AbortMultipart(ctx context.Context, key, uploadID string) error
 }
 
 // JobTask is a job as the queue carries it.

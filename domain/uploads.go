@@ -115,22 +115,24 @@ func validateNewUpload(req *NewUpload, cfg Config) error {
 				Message: fmt.Sprintf("files are limited to %d bytes", cfg.MaxFileSize)}
 		}
 	}
-	if len(req.Filename) > 1024 {
-		return InvalidParam("filename", "filename must be at most 1024 characters")
+	if req.FromURL == "" {
+		if err := CheckFilename(req.Filename); err != nil {
+			return err
+		}
+	} else if err := CheckText("from_url", req.FromURL, 2048); err != nil {
+		return err
 	}
 	if req.MIMEType != "" {
-		if _, _, err := mime.ParseMediaType(req.MIMEType); err != nil {
-			return InvalidParam("mime_type", "mime_type is not a media type")
+		if err := CheckMediaType("mime_type", req.MIMEType); err != nil {
+			return err
 		}
 	}
 	if v := req.Validation; v != nil {
 		if len(v.Formats) > 32 || (v.Formats != nil && len(v.Formats) == 0) {
 			return InvalidParam("validation.formats", "validation.formats takes 1 to 32 items")
 		}
-		for _, f := range v.Formats {
-			if f == "" || len(f) > 255 {
-				return InvalidParam("validation.formats", "formats are extensions or MIME types")
-			}
+		if err := checkFormats(v.Formats); err != nil {
+			return err
 		}
 		if v.MaxBytes < 0 || (v.MaxBytes == 0 && v.MinBytes < 0) {
 			return InvalidParam("validation.max_bytes", "max_bytes must be at least 1")
@@ -173,7 +175,7 @@ func (s *Uploads) CreateUpload(ctx context.Context, p *Principal, req NewUpload)
 	}
 	now := s.Clock.Now()
 	f := &File{ID: NewID(PrefixFile), OrganizationID: p.Organization.ID, ProjectID: prj.ID, Environment: p.Environment(),
-		Filename: cleanFilename(req.Filename), Status: FileAwaitingUpload, ByteSize: req.ByteSize,
+		Filename: req.Filename, Status: FileAwaitingUpload, ByteSize: req.ByteSize,
 		DeclaredMIMEType: req.MIMEType, CreatedAt: now}
 	f.StorageKey = blobKey(f)
 	u := &Upload{ID: NewID(PrefixUpload), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID, Environment: f.Environment,
@@ -184,43 +186,49 @@ func (s *Uploads) CreateUpload(ctx context.Context, p *Principal, req NewUpload)
 		return s.fetchUpload(ctx, p, f, u)
 	}
 	if req.Multipart {
-		mp, ok := s.Blobs.(MultipartBlobs)
-		if !ok {
+		if _, ok := s.Blobs.(MultipartBlobs); !ok {
 			return nil, InvalidParam("multipart", "this deployment's storage does not support multipart uploads")
 		}
 		u.Multipart = true
 		u.PartSize, u.PartCount = PartLayout(req.ByteSize)
-		if u.StorageUploadID, err = mp.CreateMultipart(ctx, u.StorageKey); err != nil {
-			return nil, fmt.Errorf("open multipart upload: %w", err)
-		}
+	}
+	// The client's bytes are staged in the store, out of sight of the file's key, until
+	// completion: an upload URL can never write once its session has ended.
+	if u.StorageUploadID, err = s.Blobs.CreateUpload(ctx, u.StorageKey); err != nil {
+		return nil, fmt.Errorf("open upload: %w", err)
 	}
 	if err := s.openSession(ctx, f, u); err != nil {
+		_ = s.Blobs.AbortUpload(context.WithoutCancel(ctx), u.StorageKey, u.StorageUploadID)
 		return nil, err
 	}
 	return s.ticket(ctx, u, f)
 }
 
 func (s *Uploads) openSession(ctx context.Context, f *File, u *Upload) error {
-	e, err := NewEvent(EventUploadOpened, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.summaryView(), u.CreatedAt)
+	e, err := NewEvent(EventUploadOpened, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.objectView(f), u.CreatedAt)
 	if err != nil {
 		return err
 	}
 	return s.Store.OpenUpload(ctx, f, u, e)
 }
 
-// ticket mints the URLs of an open session.
+// ticket mints the URLs of an open session. Every call mints URLs of its own.
 func (s *Uploads) ticket(ctx context.Context, u *Upload, f *File) (*UploadTicket, error) {
 	t := &UploadTicket{Upload: u, File: f}
-	if u.State != UploadOpen {
+	// A session opened before uploads were staged has no staged upload to mint for.
+	if u.State != UploadOpen || u.StorageUploadID == "" {
 		return t, nil
 	}
-	ttl := min(s.Config.UploadURLTTL, time.Until(u.ExpiresAt))
+	now := s.Clock.Now()
+	// Whole seconds from a whole second: what the stores sign, so the expiry shown is
+	// never later than the URLs' own.
+	ttl := min(s.Config.UploadURLTTL, u.ExpiresAt.Sub(now)).Truncate(time.Second)
 	if ttl < time.Second {
 		return t, nil
 	}
-	t.Expires = s.Clock.Now().Add(ttl)
+	t.Expires = now.Truncate(time.Second).Add(ttl)
 	if !u.Multipart {
-		url, headers, err := s.Blobs.PresignPut(ctx, u.StorageKey, u.ByteSize, ttl)
+		url, headers, err := s.Blobs.PresignPut(ctx, u.StorageKey, u.StorageUploadID, u.ByteSize, ttl)
 		if err != nil {
 			return nil, fmt.Errorf("presign upload: %w", err)
 		}
@@ -340,6 +348,13 @@ func (s *Uploads) CompleteParts(ctx context.Context, p *Principal, id string, pa
 	}
 	mp := s.Blobs.(MultipartBlobs)
 	stored, err := mp.ListParts(ctx, u.StorageKey, u.StorageUploadID)
+	if errors.Is(err, ErrNotFound) {
+		// Assembled by an earlier call whose completion did not finish: finish it.
+		if _, serr := s.Blobs.Stat(ctx, u.StorageKey); serr == nil {
+			return s.Files.complete(ctx, u, f)
+		}
+		return nil, consumed(&Upload{State: UploadCompleted})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list parts: %w", err)
 	}
@@ -371,8 +386,9 @@ func normalizeETag(e string) string {
 	return e
 }
 
-// AbortUpload discards what was uploaded; the file becomes deleted. Aborting an aborted
-// session changes nothing. Codes: not_found, upload_session_consumed (completed).
+// AbortUpload discards what was uploaded; the file becomes deleted and the session's
+// URLs write nothing more. Aborting an aborted session changes nothing.
+// Codes: not_found, upload_session_consumed (completed).
 func (s *Uploads) AbortUpload(ctx context.Context, p *Principal, id string) error {
 	if err := p.RequireScope(ScopeFilesWrite); err != nil {
 		return err
@@ -401,21 +417,24 @@ func (s *Uploads) AbortUpload(ctx context.Context, p *Principal, id string) erro
 		if _, err := tx.UpdateFile(ctx, f, FileAwaitingUpload); err != nil {
 			return err
 		}
-		return writeEvent(ctx, tx, EventUploadAborted, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.summaryView(), now)
+		u.State = UploadAborted
+		return writeEvent(ctx, tx, EventUploadAborted, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.objectView(f), now)
 	})
 	if err != nil {
 		return err
 	}
-	s.discardBytes(ctx, u)
+	discardBytes(ctx, s.Blobs, u)
 	return nil
 }
 
-// discardBytes removes what a session stored; failures are left for the sweeper.
-func (s *Uploads) discardBytes(ctx context.Context, u *Upload) {
-	if u.Multipart {
-		_ = s.Blobs.(MultipartBlobs).AbortMultipart(ctx, u.StorageKey, u.StorageUploadID)
+// discardBytes ends a session's staged upload, so its URLs write nothing more, and
+// removes what it stored; failures are left for the sweeper.
+func discardBytes(ctx context.Context, b Blobs, u *Upload) {
+	ctx = context.WithoutCancel(ctx)
+	if u.StorageUploadID != "" {
+		_ = b.AbortUpload(ctx, u.StorageKey, u.StorageUploadID)
 	}
-	_ = s.Blobs.Delete(ctx, u.StorageKey)
+	_ = b.Delete(ctx, u.StorageKey)
 }
 
 // SweepExpired expires sessions left open past their lifetime: their bytes are
@@ -438,8 +457,8 @@ func (s *Uploads) SweepExpired(ctx context.Context, limit int) (int, error) {
 				return err
 			}
 			f.Status, f.ExpiresAt = FileExpired, &now
-			if _, err := tx.UpdateFile(ctx, f, FileAwaitingUpload); err != nil {
-				return err
+			if ok, err := tx.UpdateFile(ctx, f, FileAwaitingUpload); err != nil || !ok {
+				return err // deleted meanwhile: its own event says so
 			}
 			n++
 			return writeEvent(ctx, tx, EventFileExpired, f.OrganizationID, f.ProjectID, f.Environment, f.ID, f.View(), now)
@@ -447,7 +466,7 @@ func (s *Uploads) SweepExpired(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		s.discardBytes(ctx, u)
+		discardBytes(ctx, s.Blobs, u)
 	}
 	return n, nil
 }
@@ -462,11 +481,15 @@ func (s *Uploads) fetchUpload(ctx context.Context, p *Principal, f *File, u *Upl
 		return nil, err
 	}
 	defer res.Body.Close()
-	if f.Filename == "" || f.Filename == "/" {
-		f.Filename = cleanFilename(res.Filename)
+	if f.Filename == "" {
+		// The fetcher gives the server's name as a base name, never a path.
+		f.Filename = res.Filename
+		if CheckFilename(f.Filename) != nil {
+			f.Filename = "download"
+		}
 	}
 	if f.DeclaredMIMEType == "" && res.ContentType != "" {
-		if mt, _, err := mime.ParseMediaType(res.ContentType); err == nil {
+		if mt, _, err := mime.ParseMediaType(res.ContentType); err == nil && CheckMediaType("mime_type", mt) == nil {
 			f.DeclaredMIMEType = mt
 		}
 	}
@@ -475,7 +498,7 @@ func (s *Uploads) fetchUpload(ctx context.Context, p *Principal, f *File, u *Upl
 	}
 	lr := &limitedReader{r: res.Body, n: s.Config.MaxFileSize}
 	if err := s.Blobs.Put(ctx, u.StorageKey, lr, res.Size); err != nil {
-		s.discardBytes(ctx, u)
+		discardBytes(ctx, s.Blobs, u)
 		if lr.exceeded {
 			return nil, &Error{Code: CodeFileTooLarge, Param: "from_url", Message: fmt.Sprintf("the remote file exceeds %d bytes", s.Config.MaxFileSize)}
 		}

@@ -190,15 +190,17 @@ type UploadView struct {
 	Multipart     bool              `json:"multipart"`
 	UploadURL     *string           `json:"upload_url"`
 	UploadHeaders map[string]string `json:"upload_headers"`
-	PartSize      *int64            `json:"part_size"`
-	Parts         []UploadPartView  `json:"parts"`
-	Validation    *Validation       `json:"validation"`
-	ExpiresAt     time.Time         `json:"expires_at"`
-	CompletedAt   *time.Time        `json:"completed_at"`
+	// UploadURLExpiresAt is when upload_url and the parts' URLs stop working.
+	UploadURLExpiresAt *time.Time       `json:"upload_url_expires_at"`
+	PartSize           *int64           `json:"part_size"`
+	Parts              []UploadPartView `json:"parts"`
+	Validation         *Validation      `json:"validation"`
+	ExpiresAt          time.Time        `json:"expires_at"`
+	CompletedAt        *time.Time       `json:"completed_at"`
 }
 
-// summaryView is the session without URLs, as events carry it.
-func (u *Upload) summaryView() UploadView {
+// objectView is the session of file f without URLs, as events carry it.
+func (u *Upload) objectView(f *File) UploadView {
 	v := UploadView{ID: u.ID, Object: "upload", CreatedAt: u.CreatedAt, ProjectID: u.ProjectID, FileID: u.FileID,
 		State: u.State, ByteSize: u.ByteSize, Multipart: u.Multipart, UploadHeaders: map[string]string{},
 		Parts: []UploadPartView{}, Validation: u.Validation, ExpiresAt: u.ExpiresAt, CompletedAt: u.CompletedAt}
@@ -206,13 +208,19 @@ func (u *Upload) summaryView() UploadView {
 		ps := u.PartSize
 		v.PartSize = &ps
 	}
+	if f != nil {
+		v.Filename, v.MIMEType = f.Filename, nullable(f.DeclaredMIMEType)
+	}
 	return v
 }
 
 // View returns the session with the URLs minted for this answer.
 func (t *UploadTicket) View() UploadView {
-	v := t.Upload.summaryView()
-	v.Filename, v.MIMEType = t.File.Filename, nullable(t.File.DeclaredMIMEType)
+	v := t.Upload.objectView(t.File)
+	if t.URL != "" || len(t.Parts) > 0 {
+		exp := t.Expires
+		v.UploadURLExpiresAt = &exp
+	}
 	if t.URL != "" {
 		v.UploadURL = &t.URL
 		for k, h := range t.Headers {

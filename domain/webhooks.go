@@ -148,6 +148,9 @@ func validateWebhookURL(raw string) error {
 	if len(raw) > 2048 {
 		return InvalidParam("url", "url must be at most 2048 characters")
 	}
+	if err := CheckText("url", raw, 0); err != nil {
+		return err
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return InvalidParam("url", "url must be an absolute URL")

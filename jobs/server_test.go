@@ -47,10 +47,18 @@ func TestServer(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the handler never ran")
 			}
-			b.waitState(t, "job_01RUN", asynq.TaskStateCompleted)
-			// Completed and retained: enqueueing the finished job again does not run it again.
+			done := b.waitState(t, "job_01RUN", asynq.TaskStateCompleted)
+			// Completed and retained: enqueueing the finished job again does not run it
+			// again. It enqueues nothing at all: the retained task is the same one, and the
+			// queue holds no other to run.
 			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01RUN"}))
-			time.Sleep(300 * time.Millisecond)
+			again, err := b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01RUN")
+			require.NoError(t, err)
+			require.Equal(t, asynq.TaskStateCompleted, again.State)
+			require.Equal(t, done.CompletedAt, again.CompletedAt)
+			q, err := b.insp.GetQueueInfo(jobs.DefaultQueueName)
+			require.NoError(t, err)
+			require.Zero(t, q.Pending+q.Active+q.Scheduled+q.Retry, "nothing was enqueued: %+v", q)
 			require.Empty(t, ran)
 		})
 
@@ -66,8 +74,9 @@ func TestServer(t *testing.T) {
 			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01CORRUPT"}))
 			info := b.waitState(t, "job_01CORRUPT", asynq.TaskStateArchived)
 			require.Contains(t, info.LastErr, "corrupted_file")
-			time.Sleep(300 * time.Millisecond) // a retry would be due by now
+			// Archived is final: an archived task is never run again, so one attempt is all.
 			require.EqualValues(t, 1, attempts.Load())
+			require.Zero(t, info.Retried)
 			require.Eventually(t, func() bool {
 				logs := b.logs.String()
 				return contains(logs, "task failed", "task_type=job:run", "task_id=job_01CORRUPT",
@@ -175,7 +184,12 @@ func TestServer(t *testing.T) {
 				}))
 			}
 			begin := time.Now()
-			time.Sleep(3500 * time.Millisecond)
+			// Three periods fired, however long a busy machine takes to fire them.
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(runs) >= 3
+			}, 60*time.Second, 20*time.Millisecond)
 			for _, w := range workers {
 				w.Shutdown()
 			}

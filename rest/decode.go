@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -27,9 +31,23 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// decodeStrict decodes a JSON object into v, refusing unknown fields, wrong types and
-// trailing data, and naming the offending field in param. An empty body decodes as {}
-// when optional is true.
+// checkContentType refuses a body sent as anything but JSON. An empty body needs no
+// type. Codes: invalid_request (param Content-Type).
+func checkContentType(r *http.Request, body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return domain.InvalidParam("Content-Type", "request bodies are JSON: send them with Content-Type: application/json")
+	}
+	return nil
+}
+
+// decodeStrict decodes a JSON object into v, refusing unknown fields (also in another
+// case), duplicate keys, nesting deeper than maxJSONDepth, text that is not UTF-8, wrong
+// types and trailing data, and naming the offending field in param. An empty body
+// decodes as {} when optional is true.
 func decodeStrict(body []byte, v any, optional bool) error {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -40,6 +58,9 @@ func decodeStrict(body []byte, v any, optional bool) error {
 	}
 	if body[0] != '{' {
 		return domain.Errorf(domain.CodeInvalidRequest, "the body must be a JSON object")
+	}
+	if err := checkJSON(body, reflect.TypeOf(v)); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -54,6 +75,145 @@ func decodeStrict(body []byte, v any, optional bool) error {
 		return domain.Errorf(domain.CodeInvalidRequest, "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// maxJSONDepth bounds how deep objects and arrays of a request body may nest; no body of
+// the contract needs more, and a deeper one is refused before it is decoded.
+const maxJSONDepth = 10
+
+// checkJSON walks the tokens of body once, before it is decoded into a value of type t,
+// for what encoding/json lets pass: a key given twice in one object (it keeps the last),
+// a field name in another case (it matches case-insensitively), text that is not UTF-8
+// (it substitutes U+FFFD), and unbounded nesting. Params are dotted paths.
+func checkJSON(body []byte, t reflect.Type) error {
+	w := &jsonWalker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
+	w.dec.UseNumber()
+	return w.value("", t, 0)
+}
+
+type jsonWalker struct {
+	dec  *json.Decoder
+	body []byte
+	last int64 // input offset after the previous token
+}
+
+// token reads one token and the raw bytes it came from (with the separators before it).
+func (w *jsonWalker) token() (json.Token, []byte, error) {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return nil, nil, jsonError(err)
+	}
+	end := w.dec.InputOffset()
+	raw := w.body[w.last:end]
+	w.last = end
+	return tok, raw, nil
+}
+
+// checkText refuses a string token whose raw form is not UTF-8 or held an escape that is
+// no character (a lone surrogate): both decode as U+FFFD.
+func checkText(param, s string, raw []byte) error {
+	bad := !utf8.Valid(raw)
+	if !bad && strings.ContainsRune(s, utf8.RuneError) {
+		bad = !bytes.ContainsRune(raw, utf8.RuneError) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`))
+	}
+	if bad {
+		if param == "" {
+			return domain.Errorf(domain.CodeInvalidRequest, "the body must be valid UTF-8")
+		}
+		return domain.InvalidParam(param, "%s must be valid UTF-8 text", param)
+	}
+	return nil
+}
+
+func (w *jsonWalker) value(path string, t reflect.Type, depth int) error {
+	tok, raw, err := w.token()
+	if err != nil {
+		return err
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch tok := tok.(type) {
+	case string:
+		return checkText(path, tok, raw)
+	case json.Delim:
+		if depth+1 > maxJSONDepth {
+			return domain.InvalidParam(path, "the body nests objects and arrays more than %d deep", maxJSONDepth)
+		}
+		if tok == '[' {
+			var elem reflect.Type
+			if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t != rawMessageType {
+				elem = t.Elem()
+			}
+			for i := 0; w.dec.More(); i++ {
+				if err := w.value(fmt.Sprintf("%s[%d]", path, i), elem, depth+1); err != nil {
+					return err
+				}
+			}
+			_, _, err := w.token() // ]
+			return err
+		}
+		seen := map[string]bool{}
+		for w.dec.More() {
+			ktok, raw, err := w.token()
+			if err != nil {
+				return err
+			}
+			key, _ := ktok.(string)
+			param := key
+			if path != "" {
+				param = path + "." + key
+			}
+			if err := checkText(param, key, raw); err != nil {
+				return err
+			}
+			if seen[key] {
+				return domain.InvalidParam(param, "%q is given twice", param)
+			}
+			seen[key] = true
+			var ft reflect.Type
+			if t != nil && t.Kind() == reflect.Struct {
+				f, ok := jsonField(t, key)
+				if !ok {
+					return domain.InvalidParam(param, "unknown field %q", param)
+				}
+				ft = f
+			}
+			if err := w.value(param, ft, depth+1); err != nil {
+				return err
+			}
+		}
+		_, _, err := w.token() // }
+		return err
+	}
+	return nil
+}
+
+var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+
+// jsonField returns the type of the field of struct t named exactly key in JSON; a name
+// that matches only in another case is no field.
+func jsonField(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			if f.Type == rawMessageType {
+				return nil, true // free-form: its own keys are the operation's to judge
+			}
+			return f.Type, true
+		}
+	}
+	return nil, false
 }
 
 func jsonError(err error) error {

@@ -87,6 +87,9 @@ func (s *Server) deleteWebhookEndpoint(w http.ResponseWriter, r *http.Request, p
 func decodeRequest(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
 	body, err := readBody(r)
 	if err == nil {
+		err = checkContentType(r, body)
+	}
+	if err == nil {
 		err = decodeStrict(body, v, optional)
 	}
 	if err != nil {

@@ -53,6 +53,9 @@ type setupOpts struct {
 	worker  bool   // run a worker in-process
 	fetcher domain.Fetcher
 	clock   domain.Clock // the services' clock; nil is the system clock
+	// storageClock, when set, is the clock the local storage host signs and checks URLs
+	// by (an S3 store keeps its own time).
+	storageClock func() time.Time
 	// engine, when set, wraps the real inspect engine (to inject a fault).
 	engine func(domain.Engine) domain.Engine
 	// store, when set, wraps the real store the services use (to inject a fault).
@@ -81,7 +84,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	}
 	// The storage host reports bytes served; the services exist only after the blobs.
 	var svc *domain.Services
-	blobs := newBlobs(t, o.backend, func(key string, n int64) { _ = svc.Usage.RecordEgress(context.Background(), key, n) })
+	blobs := newBlobs(t, o.backend, o.storageClock, func(key string, n int64) { _ = svc.Usage.RecordEgress(context.Background(), key, n) })
 	redisOpt, _, err := jobs.ParseRedisURL(redistest.URL(t))
 	require.NoError(t, err)
 	queue := jobs.NewQueue(redisOpt)
@@ -213,7 +216,7 @@ func webhookBody(url string) map[string]any {
 
 // newBlobs starts a storage backend: the local disk with its own storage host, or a
 // bucket on a real MinIO server.
-func newBlobs(t *testing.T, backend string, onEgress func(key string, n int64)) domain.Blobs {
+func newBlobs(t *testing.T, backend string, now func() time.Time, onEgress func(key string, n int64)) domain.Blobs {
 	t.Helper()
 	if backend == "s3" {
 		endpoint, access, secret := miniotest.Start(t)
@@ -226,7 +229,7 @@ func newBlobs(t *testing.T, backend string, onEgress func(key string, n int64)) 
 	host := httptest.NewUnstartedServer(nil)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	local, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://" + host.Listener.Addr().String(), Secret: secret, OnEgress: onEgress})
+	local, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://" + host.Listener.Addr().String(), Secret: secret, OnEgress: onEgress, Now: now})
 	require.NoError(t, err)
 	host.Config.Handler = local.Handler()
 	host.Start()

@@ -30,12 +30,15 @@ func TestSweeperExpiresAbandonedSessions(t *testing.T) {
 			b := setup(t, setupOpts{backend: backend, clock: clock})
 			ctx := context.Background()
 
-			// A single PUT whose bytes landed but which was never completed.
+			// A single PUT whose bytes landed but which was never completed: they are
+			// staged, not yet the file's object.
 			single := b.openUpload(b.liveA, "left.bin", 64, nil)
 			require.Less(t, put(t, single["upload_url"].(string), single["upload_headers"].(map[string]any), randomBytes(64)).StatusCode, 300)
 			singleKey := b.fileKey(single["file_id"].(string))
 			_, err := b.blobs.Stat(ctx, singleKey)
-			require.NoError(t, err)
+			require.ErrorIs(t, err, domain.ErrNotFound)
+			// One that never got its bytes.
+			empty := b.openUpload(b.liveA, "never.bin", 64, nil)
 
 			// A multipart session with one of its two parts stored.
 			r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(),
@@ -57,9 +60,9 @@ func TestSweeperExpiresAbandonedSessions(t *testing.T) {
 			clock.advance(25 * time.Hour)
 			n, err = b.svc.Uploads.SweepExpired(ctx, 100)
 			require.NoError(t, err)
-			require.Equal(t, 2, n)
+			require.Equal(t, 3, n)
 
-			for _, u := range []map[string]any{single, multi} {
+			for _, u := range []map[string]any{single, multi, empty} {
 				g := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA})
 				require.Equal(t, 200, g.status, string(g.body))
 				require.Equal(t, "expired", g.json(t)["state"])
@@ -76,6 +79,16 @@ func TestSweeperExpiresAbandonedSessions(t *testing.T) {
 				require.GreaterOrEqual(t, c.status, 400)
 				require.Less(t, c.status, 500)
 			}
+			// The old URLs, still within their own lifetime (the storage keeps real time
+			// here), write nothing: their session has ended.
+			for _, u := range []map[string]any{single, empty} {
+				st := put(t, u["upload_url"].(string), u["upload_headers"].(map[string]any), randomBytes(64)).StatusCode
+				require.True(t, st >= 400 && st < 500, "PUT after expiry answered %d", st)
+				_, err = b.blobs.Stat(ctx, b.fileKey(u["file_id"].(string)))
+				require.ErrorIs(t, err, domain.ErrNotFound, "nothing written")
+			}
+			st := put(t, p["url"].(string), nil, randomBytes(int(p["byte_size"].(float64)))).StatusCode
+			require.True(t, st >= 400 && st < 500, "part PUT after expiry answered %d", st)
 			_, err = b.blobs.Stat(ctx, singleKey)
 			require.ErrorIs(t, err, domain.ErrNotFound, "the abandoned bytes are discarded")
 			kept := b.do(req{method: "GET", path: "/v1/files/" + done.json(t)["id"].(string), key: b.liveA}).json(t)

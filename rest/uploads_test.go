@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -29,6 +31,13 @@ func idem() string { return fmt.Sprint("k-", idemCounter.Add(1)) }
 // put sends bytes to a pre-signed URL with the headers the session asked for.
 func put(t *testing.T, url string, headers map[string]any, body []byte) *http.Response {
 	t.Helper()
+	resp, _ := putBody(t, url, headers, body)
+	return resp
+}
+
+// putBody is put that also returns the answer's body.
+func putBody(t *testing.T, url string, headers map[string]any, body []byte) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest("PUT", url, bytes.NewReader(body))
 	require.NoError(t, err)
 	for k, v := range headers {
@@ -39,9 +48,27 @@ func put(t *testing.T, url string, headers map[string]any, body []byte) *http.Re
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, raw
+}
+
+// refusedPut requires a PUT to an old upload URL to be refused: 409
+// upload_session_consumed from the built-in storage host, a 4xx of its own from S3.
+func refusedPut(t *testing.T, backend, url string, headers map[string]any, size int) {
+	t.Helper()
+	resp, body := putBody(t, url, headers, randomBytes(size))
+	if backend == "s3" {
+		require.True(t, resp.StatusCode >= 400 && resp.StatusCode < 500, "PUT answered %d: %s", resp.StatusCode, body)
+		return
+	}
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+	var e struct {
+		Error struct{ Code, RequestID string }
+	}
+	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+	require.Equal(t, domain.CodeUploadSessionConsumed, e.Error.Code)
 }
 
 func get(t *testing.T, url string, hdr map[string]string) (int, []byte) {
@@ -143,10 +170,13 @@ func TestUploadsOnEachBackend(t *testing.T) {
 				g := b.do(req{method: "GET", path: "/v1/files/" + u["file_id"].(string), key: b.liveA})
 				require.Equal(t, "rejected", g.json(t)["status"])
 				require.Equal(t, "png", g.json(t)["detected_format"].(map[string]any)["extension"])
-				// A rejected file is quarantined.
+				// A rejected file is quarantined: nothing to download.
 				d := b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/download-url", key: b.liveA, idem: idem()})
-				require.Equal(t, 403, d.status)
-				require.Equal(t, domain.CodeForbidden, d.errorCode(t))
+				require.Equal(t, 409, d.status, string(d.body))
+				require.Equal(t, domain.CodeConflict, d.errorCode(t))
+				details := d.json(t)["error"].(map[string]any)["details"].(map[string]any)
+				require.Equal(t, "rejected", details["status"])
+				require.NotEmpty(t, details["findings"])
 			})
 
 			t.Run("OversizePutIsRefusedByTheStore", func(t *testing.T) {
@@ -191,11 +221,25 @@ func TestUploadsOnEachBackend(t *testing.T) {
 					etags[i] = map[string]any{"part_number": p["part_number"], "etag": resp.Header.Get("ETag")}
 				}
 				send(0, parts[0].(map[string]any))
-				// The client stops here and resumes later with fresh URLs.
+				// The client stops here and resumes later with fresh URLs: new ones every
+				// time, however soon, each answer saying until when they work.
 				rm := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/parts", key: b.liveA, idem: idem()})
 				require.Equal(t, 200, rm.status, string(rm.body))
 				fresh := rm.json(t)["parts"].([]any)
 				require.Len(t, fresh, 2)
+				rm2 := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/parts", key: b.liveA, idem: idem()})
+				require.Equal(t, 200, rm2.status, string(rm2.body))
+				seen := map[string]bool{}
+				for _, ps := range [][]any{parts, fresh, rm2.json(t)["parts"].([]any)} {
+					for _, p := range ps {
+						url := p.(map[string]any)["url"].(string)
+						require.False(t, seen[url], "a re-minted URL is new: %s", url)
+						seen[url] = true
+					}
+				}
+				exp, err := time.Parse(time.RFC3339, rm.json(t)["upload_url_expires_at"].(string))
+				require.NoError(t, err)
+				require.WithinDuration(t, time.Now().Add(time.Hour), exp, 5*time.Second)
 				send(1, fresh[1].(map[string]any))
 
 				bad := []map[string]any{etags[0], {"part_number": 2, "etag": `"0000"`}}
@@ -212,6 +256,8 @@ func TestUploadsOnEachBackend(t *testing.T) {
 				again := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/parts", key: b.liveA, idem: idem()})
 				require.Equal(t, 409, again.status)
 				require.Equal(t, domain.CodeUploadSessionConsumed, again.errorCode(t))
+				// The part URLs died with the session: the object stays what was validated.
+				refusedPut(t, backend, fresh[0].(map[string]any)["url"].(string), nil, int(fresh[0].(map[string]any)["byte_size"].(float64)))
 
 				// The assembled object downloads whole and by range.
 				d := b.do(req{method: "POST", path: "/v1/files/" + f["id"].(string) + "/download-url", key: b.liveA, idem: idem(), body: map[string]any{"expires_in": 120}})
@@ -232,6 +278,8 @@ func TestUploadsOnEachBackend(t *testing.T) {
 				g := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA})
 				require.Equal(t, "aborted", g.json(t)["state"])
 				require.Nil(t, g.json(t)["upload_url"])
+				require.Nil(t, g.json(t)["upload_url_expires_at"])
+				refusedPut(t, backend, p["url"].(string), nil, int(p["byte_size"].(float64)))
 				c := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/complete-parts", key: b.liveA, idem: idem(),
 					body: map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "x"}, {"part_number": 2, "etag": "y"}}}})
 				require.Equal(t, 409, c.status)
@@ -253,6 +301,85 @@ func TestUploadsOnEachBackend(t *testing.T) {
 				require.ErrorIs(t, err, domain.ErrNotFound)
 				require.Equal(t, 404, b.do(req{method: "GET", path: "/v1/files/" + f["id"].(string), key: b.liveA}).status)
 				require.Equal(t, 404, b.do(req{method: "DELETE", path: "/v1/files/" + f["id"].(string), key: b.liveA}).status)
+				dl := b.do(req{method: "POST", path: "/v1/files/" + f["id"].(string) + "/download-url", key: b.liveA, idem: idem()})
+				require.Equal(t, 404, dl.status, "a deleted file has nothing to download: %s", dl.body)
+			})
+
+			t.Run("UploadURLsDieWithTheirSession", func(t *testing.T) {
+				content := []byte("the validated bytes, and only these")
+				size := len(content)
+				u := b.openUpload(b.liveA, "v.txt", size, nil)
+				url, headers := u["upload_url"].(string), u["upload_headers"].(map[string]any)
+				require.Equal(t, 200, put(t, url, headers, content).StatusCode)
+				if backend == "local" {
+					// The built-in host takes one PUT; an S3 store takes the last PUT before
+					// completion, and completion validates whatever it took.
+					refusedPut(t, backend, url, headers, size)
+				}
+				c := b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/complete", key: b.liveA, idem: idem()})
+				require.Equal(t, 200, c.status, string(c.body))
+				refusedPut(t, backend, url, headers, size)
+
+				d := b.do(req{method: "POST", path: "/v1/files/" + u["file_id"].(string) + "/download-url", key: b.liveA, idem: idem()})
+				require.Equal(t, 201, d.status, string(d.body))
+				dlURL := d.json(t)["url"].(string)
+				status, got := get(t, dlURL, nil)
+				require.Equal(t, 200, status)
+				require.Equal(t, content, got)
+
+				// Deleted: the old upload URL writes nothing, the old download URL serves nothing.
+				require.Equal(t, 204, b.do(req{method: "DELETE", path: "/v1/files/" + u["file_id"].(string), key: b.liveA}).status)
+				refusedPut(t, backend, url, headers, size)
+				status, got = get(t, dlURL, nil)
+				require.Equal(t, 404, status, "%s", got)
+				_, err := b.blobs.Stat(context.Background(), b.fileKey(u["file_id"].(string)))
+				require.ErrorIs(t, err, domain.ErrNotFound)
+			})
+
+			t.Run("AbortedOrDeletedBeforeCompletionWritesNothing", func(t *testing.T) {
+				for _, end := range []string{"abort", "delete"} {
+					u := b.openUpload(b.liveA, end+".bin", 32, nil)
+					url, headers := u["upload_url"].(string), u["upload_headers"].(map[string]any)
+					fileID := u["file_id"].(string)
+					if end == "abort" {
+						r := b.do(req{method: "POST", path: "/v1/uploads/" + u["id"].(string) + "/abort", key: b.liveA, idem: idem()})
+						require.Equal(t, 204, r.status, string(r.body))
+					} else {
+						require.Equal(t, 204, b.do(req{method: "DELETE", path: "/v1/files/" + fileID, key: b.liveA}).status)
+					}
+					refusedPut(t, backend, url, headers, 32)
+					_, err := b.blobs.Stat(context.Background(), b.fileKey(fileID))
+					require.ErrorIs(t, err, domain.ErrNotFound, "%s: nothing written", end)
+					g := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA})
+					require.Equal(t, "aborted", g.json(t)["state"], end)
+					require.Nil(t, g.json(t)["upload_url"])
+					c := b.do(req{method: "POST", path: "/v1/files/" + fileID + "/complete", key: b.liveA, idem: idem()})
+					require.Equal(t, 404, c.status, "%s: %s", end, c.body)
+				}
+			})
+
+			t.Run("DownloadServesTheDetectedFormat", func(t *testing.T) {
+				content := pngBytes(t, 12, 9)
+				r := b.uploadFile(b.liveA, `../../pics\x.pdf`, content, nil)
+				require.Equal(t, 200, r.status, string(r.body))
+				f := r.json(t)
+				require.Equal(t, `../../pics\x.pdf`, f["filename"], "the name is kept as given")
+				d := b.do(req{method: "POST", path: "/v1/files/" + f["id"].(string) + "/download-url", key: b.liveA, idem: idem()})
+				require.Equal(t, 201, d.status, string(d.body))
+				resp, err := http.Get(d.json(t)["url"].(string))
+				require.NoError(t, err)
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.NoError(t, err)
+				require.Equal(t, content, got)
+				require.Equal(t, "image/png", resp.Header.Get("Content-Type"), "the detected format, not the name's")
+				if backend == "local" {
+					require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+				}
+				disp, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
+				require.NoError(t, err)
+				require.Equal(t, "attachment", disp)
+				require.Equal(t, "x.pdf", params["filename"], "the name is made safe where it is used")
 			})
 		})
 	}
@@ -284,7 +411,22 @@ func TestUploadRequestErrors(t *testing.T) {
 		{"TooManyFormats", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": make([]string, 33)}}, 400, domain.CodeInvalidRequest, "validation.formats"},
 		{"EmptyFormats", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": []string{}}}, 400, domain.CodeInvalidRequest, "validation.formats"},
 		{"BadMaxBytes", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"max_bytes": 0}}, 400, domain.CodeInvalidRequest, "validation.max_bytes"},
-		{"UnknownValidationField", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"colour": 1}}, 400, domain.CodeInvalidRequest, "colour"},
+		{"UnknownValidationField", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"colour": 1}}, 400, domain.CodeInvalidRequest, "validation.colour"},
+		{"NULInFilename", map[string]any{"filename": "a\x00b", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"ControlCharacterInFilename", map[string]any{"filename": "a\u001bb", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"LoneSurrogateInFilename", `{"filename": "a\udc00b", "byte_size": 1}`, 400, domain.CodeInvalidRequest, "filename"},
+		{"InvalidUTF8InFilename", "{\"filename\": \"a\xffb\", \"byte_size\": 1}", 400, domain.CodeInvalidRequest, "filename"},
+		{"LongNameInCharacters", map[string]any{"filename": strings.Repeat("é", 1025), "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"DotName", map[string]any{"filename": ".", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"DotDotName", map[string]any{"filename": "..", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"BlankName", map[string]any{"filename": "  ", "byte_size": 1}, 400, domain.CodeInvalidRequest, "filename"},
+		{"NULInMIMEType", map[string]any{"filename": "a", "byte_size": 1, "mime_type": "text/pl\x00ain"}, 400, domain.CodeInvalidRequest, "mime_type"},
+		{"NULInMIMEParameter", map[string]any{"filename": "a", "byte_size": 1, "mime_type": "text/plain; name=\"a\x00b\""}, 400, domain.CodeInvalidRequest, "mime_type"},
+		{"UnknownFormat", map[string]any{"filename": "a", "byte_size": 1, "validation": map[string]any{"formats": []string{"pdf", "pdff"}}}, 400, domain.CodeInvalidRequest, "validation.formats[1]"},
+		{"DuplicateKey", `{"filename": "a", "byte_size": 1, "byte_size": 2}`, 400, domain.CodeInvalidRequest, "byte_size"},
+		{"FieldInAnotherCase", `{"filename": "a", "Byte_Size": 1}`, 400, domain.CodeInvalidRequest, "Byte_Size"},
+		{"NestedFieldInAnotherCase", `{"filename": "a", "byte_size": 1, "validation": {"Max_Bytes": 3}}`, 400, domain.CodeInvalidRequest, "validation.Max_Bytes"},
+		{"TooDeep", `{"filename": "a", "byte_size": 1, "validation": {"formats": [[[[[[[[[["pdf"]]]]]]]]]]}}`, 400, domain.CodeInvalidRequest, "validation.formats[0][0][0][0][0][0][0][0]"},
 		{"BadProject", map[string]any{"filename": "a", "byte_size": 1, "project_id": "nope"}, 400, domain.CodeInvalidRequest, "project_id"},
 		{"OtherOrgProject", map[string]any{"filename": "a", "byte_size": 1, "project_id": b.orgB.Project.ID}, 404, domain.CodeNotFound, "project_id"},
 	}
@@ -297,6 +439,30 @@ func TestUploadRequestErrors(t *testing.T) {
 			require.Equal(t, c.param, e["param"])
 		})
 	}
+	t.Run("NestingRefusalSaysSo", func(t *testing.T) {
+		r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: `{"validation": {"formats": [[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]}}`})
+		require.Equal(t, 400, r.status, string(r.body))
+		require.Contains(t, r.json(t)["error"].(map[string]any)["message"], "more than 10 deep")
+	})
+	t.Run("BodyThatIsNotJSON", func(t *testing.T) {
+		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
+			r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: `{"filename": "a", "byte_size": 1}`,
+				header: map[string]string{"Content-Type": ct}})
+			require.Equal(t, 400, r.status, "%q: %s", ct, r.body)
+			require.Equal(t, "Content-Type", r.json(t)["error"].(map[string]any)["param"])
+		}
+		r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(), body: `{"filename": "a", "byte_size": 1}`,
+			header: map[string]string{"Content-Type": "application/json; charset=utf-8"}})
+		require.Equal(t, 201, r.status, string(r.body))
+	})
+	t.Run("NamesAreKeptAsGiven", func(t *testing.T) {
+		for _, name := range []string{strings.Repeat("é", 1024), "../../x", `a\b:c*?.txt`} {
+			u := b.openUpload(b.liveA, name, 3, map[string]any{"mime_type": "text/plain; charset=utf-8"})
+			require.Equal(t, name, u["filename"])
+			f := b.do(req{method: "GET", path: "/v1/files/" + u["file_id"].(string), key: b.liveA}).json(t)
+			require.Equal(t, name, f["filename"])
+		}
+	})
 	t.Run("OtherOrganizationsUploadIs404", func(t *testing.T) {
 		u := b.openUpload(b.keyB, "b.bin", 3, nil)
 		for _, r := range []response{
@@ -335,12 +501,26 @@ func TestExpiredUploadURLIsRefused(t *testing.T) {
 	for _, backend := range []string{"local", "s3"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, setupOpts{backend: backend, cfg: func(c *domain.Config) { c.UploadURLTTL = 3 * time.Second }})
+			// The local storage host reads the test's clock; an S3 store keeps real time.
+			clock := &shiftedClock{}
+			b := setup(t, setupOpts{backend: backend, storageClock: clock.Now,
+				cfg: func(c *domain.Config) { c.UploadURLTTL = 2 * time.Second }})
 			u := b.openUpload(b.liveA, "late.bin", 4, nil)
-			time.Sleep(4 * time.Second)
-			require.GreaterOrEqual(t, put(t, u["upload_url"].(string), u["upload_headers"].(map[string]any), randomBytes(4)).StatusCode, 400)
+			exp, err := time.Parse(time.RFC3339, u["upload_url_expires_at"].(string))
+			require.NoError(t, err)
+			require.WithinDuration(t, time.Now().Add(2*time.Second), exp, 2*time.Second)
+			if backend == "local" {
+				clock.advance(3 * time.Second)
+			} else {
+				// The store signs whole seconds from its own clock: it may honour the URL
+				// up to a second past the time the session shows. Wait for that instant.
+				time.Sleep(time.Until(exp.Add(1500 * time.Millisecond)))
+			}
+			resp, body := putBody(t, u["upload_url"].(string), u["upload_headers"].(map[string]any), randomBytes(4))
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
 			// A fresh GET mints a fresh URL; the session itself lasts a day.
 			g := b.do(req{method: "GET", path: "/v1/uploads/" + u["id"].(string), key: b.liveA}).json(t)
+			require.NotEqual(t, u["upload_url"], g["upload_url"])
 			require.Less(t, put(t, g["upload_url"].(string), g["upload_headers"].(map[string]any), randomBytes(4)).StatusCode, 300)
 		})
 	}
@@ -371,6 +551,8 @@ func TestFilesListHistoryAndDownload(t *testing.T) {
 		types = append(types, e.(map[string]any)["type"].(string))
 	}
 	require.Equal(t, []string{"upload.opened", "file.ready"}, types)
+	opened := h.json(t)["data"].([]any)[0].(map[string]any)["data"].(map[string]any)["object"].(map[string]any)
+	require.Equal(t, "f0.pdf", opened["filename"], "the history names the upload's file")
 
 	d := b.do(req{method: "POST", path: "/v1/files/" + ids[0] + "/download-url", key: b.liveA, idem: idem()})
 	require.Equal(t, 201, d.status, string(d.body))
@@ -395,4 +577,28 @@ func tamper(url string) string {
 		c = '1'
 	}
 	return url[:i] + string(c) + url[i+1:]
+}
+
+// TestStoredStringsAreText sends strings the database cannot hold (a NUL, invalid
+// UTF-8) in the other stored fields: each is refused with 400 naming the field, never
+// a 500 from the database.
+func TestStoredStringsAreText(t *testing.T) {
+	t.Parallel()
+	b := platformSetup(t) // t.pages takes a list of strings as an option
+	f := b.uploadFile(b.liveA, "t.txt", []byte("some text"), nil)
+	require.Equal(t, 200, f.status, string(f.body))
+	fileID := f.json(t)["id"].(string)
+	for _, c := range []struct {
+		path, param string
+		body        any
+	}{
+		{"/v1/jobs", "options", `{"file_id": "` + fileID + `", "operation": "t.pages", "options": {"file_ids": ["a\u0000"]}}`},
+		{"/v1/jobs", "options.file_ids[0]", "{\"file_id\": \"" + fileID + "\", \"operation\": \"t.pages\", \"options\": {\"file_ids\": [\"a\xff\"]}}"},
+		{"/v1/batches", "options", `{"file_ids": ["` + fileID + `"], "operation": "t.pages", "options": {"file_ids": ["\u0000"]}}`},
+		{"/v1/webhook-endpoints", "url", map[string]any{"url": "https://example.com/\u0085", "enabled_events": []string{"file.ready"}}},
+	} {
+		r := b.do(req{method: "POST", path: c.path, key: b.liveA, idem: idem(), body: c.body})
+		require.Equal(t, 400, r.status, "%s: %s", c.path, r.body)
+		require.Equal(t, c.param, r.json(t)["error"].(map[string]any)["param"], "%s: %s", c.path, r.body)
+	}
 }

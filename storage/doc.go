@@ -13,27 +13,41 @@
 //     itself (Handler). Writes stream through a 1 MiB buffer into Dir/.tmp (disk
 //     writeback started every 8 MiB, so the final fsync is short), are fsynced, then
 //     linked or renamed into place, so a reader never sees half an object and a PUT
-//     that answered survives a crash. A single PUT links (never overwrites): of two
-//     racing PUTs for one key exactly one wins, the other answers 409. Multipart parts
-//     live under Dir/.uploads/<upload id>/ until they are assembled or aborted. Keys may
-//     not have a segment beginning with ".", so no key can reach those directories.
+//     that answered survives a crash. Client bytes are staged under
+//     Dir/.uploads/<upload id>/: a single PUT links its body there as "object" (never
+//     overwriting: of racing PUTs exactly one lands, the others answer 409
+//     upload_session_consumed), multipart parts land beside it. Completion and abort
+//     first rename the directory away, so from that instant no PUT can land in it and
+//     every later one answers 409 upload_session_consumed. Keys may not have a segment
+//     beginning with ".", so no key can reach those directories.
 //   - S3 talks to any S3-compatible store (MinIO, AWS S3) through minio-go and hands out
-//     the store's own pre-signed URLs.
+//     the store's own pre-signed URLs. Every upload is a multipart upload, a single PUT
+//     being its part 1, because the store refuses the URLs of a multipart upload once it
+//     is completed or aborted (NoSuchUpload): no other kind of pre-signed PUT can be
+//     revoked before it expires.
+//
+// Either way an object's key is written once, by completion, from the staged bytes: a
+// download URL can only ever serve those, and nothing once the object is deleted.
 //
 // # Local URL signing
 //
 // A URL is {PublicURL}/o/{key}?{query}. The query holds, in this order, op (put, part or
-// get), upload and part (op=part), size (put and part), name (get, when a download name
-// was given), exp (Unix seconds) and sig. sig is base64url(HMAC-SHA256(secret, fields)),
-// where fields are "filemill-storage-v1", op, key, size, upload id, part number, name and
-// exp, each preceded by its length, so no two grants share a signed string. The host
+// get), upload (put and part), part (op=part), size (put and part), name (get, when a
+// download name was given), type (get, the Content-Type to serve, when given), exp (Unix
+// seconds), n (a random nonce, so no two minted URLs are alike) and sig. sig is
+// base64url(HMAC-SHA256(secret, fields)), where fields are "filemill-storage-v2", op,
+// key, size, upload id, part number, name, type, exp and nonce, each preceded by its
+// length, so no two grants share a signed string. The clock URLs are signed and checked
+// by is LocalConfig.Now. The host
 // rebuilds the canonical URL from what it parsed and requires the path and query to equal
 // it byte for byte, so any changed, added or removed byte answers 403 — as do a wrong
 // signature (compared with hmac.Equal), an expired URL, and a method the op does not allow.
 // PUT and part URLs also require Content-Length equal to the signed size (411, 413 or
-// 400 otherwise) and read at most that many bytes. Refusals carry the API's error shape,
-// {"error":{"code":…,"message":…}}. Any origin may use the URLs (CORS): the URL is the
-// credential.
+// 400 otherwise) and read at most that many bytes. Every answer carries X-Request-Id,
+// and every refusal (416 included) the API's error shape,
+// {"error":{"code":…,"message":…,"request_id":…}}. Downloads are served with the signed
+// type (application/octet-stream when none) and X-Content-Type-Options: nosniff. Any
+// origin may use the URLs (CORS): the URL is the credential.
 //
 // # ETags
 //

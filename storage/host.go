@@ -9,11 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"net/url"
 	"os"
-	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,8 +27,10 @@ func (l *Local) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// Browsers upload and download straight from the console; the URL itself is the
 	// credential, so any origin may use it.
 	h := w.Header()
+	// Every answer, refusals included, names itself: quote it when asking for support.
+	h.Set("X-Request-Id", domain.NewID(domain.PrefixRequest))
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", "ETag, Content-Length, Content-Range, Content-Disposition, Accept-Ranges")
+	h.Set("Access-Control-Expose-Headers", "ETag, Content-Length, Content-Range, Content-Disposition, Accept-Ranges, X-Request-Id")
 	if r.Method == http.MethodOptions {
 		h.Set("Access-Control-Allow-Methods", "GET, HEAD, PUT")
 		h.Set("Access-Control-Allow-Headers", "Content-Type, Range, If-Range, If-None-Match, If-Modified-Since")
@@ -78,7 +79,12 @@ func (l *Local) verify(r *http.Request, escapedKey string) (grant, error) {
 	if !hmac.Equal([]byte(sig), []byte(g.signature(l.secret))) {
 		return grant{}, errors.New("the URL signature does not match")
 	}
-	if time.Now().After(time.Unix(g.exp, 0)) {
+	if g.op == opGet && g.ctype != "" {
+		if ct, ok := cleanMediaType(g.ctype); !ok || ct != g.ctype {
+			return grant{}, errBadURL
+		}
+	}
+	if l.now().After(time.Unix(g.exp, 0)) {
 		return grant{}, errors.New("the URL has expired")
 	}
 	allowed := r.Method == http.MethodPut
@@ -137,31 +143,50 @@ func (l *Local) receive(w http.ResponseWriter, r *http.Request, size int64, sum 
 	return nil
 }
 
-// servePut stores a single-use upload: an object already stored under the key answers
-// 409 and stays as it is.
+// consumedMessage is the refusal of a PUT into an upload that has ended.
+const consumedMessage = "this upload session has ended (completed, aborted or expired): it takes no more bytes"
+
+// singleUseMessage is the refusal of a second PUT into a single-PUT upload.
+const singleUseMessage = "the bytes of this upload have already been put: its URL is single-use"
+
+// servePut stores the single PUT of an upload: the first whole body lands, and every
+// later PUT, like any PUT once the upload has ended, answers 409 upload_session_consumed
+// and writes nothing.
 func (l *Local) servePut(w http.ResponseWriter, r *http.Request, g grant) {
 	if !checkLength(w, r, g.size) {
 		return
 	}
-	// Early answer for the common case so a late retry does not upload in vain; the
-	// link in place is what actually guarantees single use.
-	if _, err := os.Lstat(l.objectPath(g.key)); err == nil {
-		writeError(w, http.StatusConflict, domain.CodeConflict, "this object has already been uploaded")
+	// Early answers for the common cases, so a late retry does not upload in vain; the
+	// link into the upload's directory is what actually guarantees them.
+	dir, err := l.uploadDir(g.key, g.upload)
+	if err != nil {
+		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(dir, singleObject)); err == nil {
+		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, singleUseMessage)
 		return
 	}
 	wr := l.receive(w, r, g.size, nil)
 	if wr == nil {
 		return
 	}
-	if err := l.place(wr.path, g.key, false); err != nil {
-		os.Remove(wr.path)
-		if errors.Is(err, errExists) {
-			writeError(w, http.StatusConflict, domain.CodeConflict, "this object has already been uploaded")
-			return
-		}
+	// Link never overwrites, and fails once the directory was claimed by completion or
+	// abort: of racing PUTs exactly one lands, and none after the upload ended.
+	err = os.Link(wr.path, filepath.Join(dir, singleObject))
+	os.Remove(wr.path)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, singleUseMessage)
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
+		return
+	case err != nil:
 		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the bytes")
 		return
 	}
+	syncDir(dir)
 	w.Header().Set("ETag", objectETag(wr.info))
 	w.WriteHeader(http.StatusOK)
 }
@@ -172,7 +197,7 @@ func (l *Local) servePart(w http.ResponseWriter, r *http.Request, g grant) {
 		return
 	}
 	if _, err := l.uploadDir(g.key, g.upload); err != nil {
-		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such multipart upload (completed or aborted)")
+		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
 		return
 	}
 	var sum [md5.Size]byte
@@ -184,7 +209,7 @@ func (l *Local) servePart(w http.ResponseWriter, r *http.Request, g grant) {
 	if err := l.storePart(wr.path, g.key, g.upload, g.part, md5hex); err != nil {
 		os.Remove(wr.path)
 		if errors.Is(err, domain.ErrNotFound) {
-			writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such multipart upload (completed or aborted)")
+			writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
 			return
 		}
 		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the part")
@@ -212,25 +237,31 @@ func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, g grant) {
 	h.Set("Cache-Control", "private")
 	// Uploaded bytes are not ours to vouch for: never let a browser sniff them into HTML.
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Type", contentType(g.name))
+	ct := g.ctype
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
 	if g.name != "" {
 		h.Set("Content-Disposition", contentDisposition(g.name))
 	}
 	cw := &countingWriter{ResponseWriter: w}
 	http.ServeContent(cw, r, "", info.ModTime(), f)
+	if cw.refused != 0 {
+		// ServeContent's own refusals (416, 412) are plain text: answer them in the one
+		// error shape instead.
+		msg := "a precondition of the request failed"
+		if cw.refused == http.StatusRequestedRangeNotSatisfiable {
+			msg = fmt.Sprintf("the requested range is not satisfiable: the object has %d bytes", info.Size())
+		}
+		writeError(w, cw.refused, domain.CodeInvalidRequest, msg)
+		return
+	}
 	if l.onEgress != nil && cw.n > 0 && (cw.status == http.StatusOK || cw.status == http.StatusPartialContent) {
 		// Send the tail of the body before the callback, which may touch a database.
 		_ = http.NewResponseController(cw).Flush()
 		l.onEgress(g.key, cw.n)
 	}
-}
-
-// contentType guesses from the download name's extension, else plain bytes.
-func contentType(name string) string {
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-		return t
-	}
-	return "application/octet-stream"
 }
 
 // contentDisposition names the download for every browser: filename carries an ASCII
@@ -267,16 +298,22 @@ func isAttrChar(b byte) bool {
 	return strings.IndexByte("!#$&+-.^_`|~", b) >= 0
 }
 
-// countingWriter counts the body bytes written to a response.
+// countingWriter counts the body bytes written to a response. An error status is held
+// back, with its body, for the caller to answer in the error shape (refused).
 type countingWriter struct {
 	http.ResponseWriter
-	n      int64
-	status int
+	n       int64
+	status  int
+	refused int
 }
 
 func (c *countingWriter) WriteHeader(status int) {
 	if c.status == 0 {
 		c.status = status
+	}
+	if status >= 400 {
+		c.refused = status
+		return
 	}
 	c.ResponseWriter.WriteHeader(status)
 }
@@ -284,6 +321,9 @@ func (c *countingWriter) WriteHeader(status int) {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.status = http.StatusOK
+	}
+	if c.refused != 0 {
+		return len(p), nil
 	}
 	n, err := c.ResponseWriter.Write(p)
 	c.n += int64(n)
@@ -295,6 +335,9 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
+	if c.refused != 0 {
+		return io.Copy(io.Discard, r)
+	}
 	n, err := io.Copy(c.ResponseWriter, r)
 	c.n += n
 	return n, err
@@ -303,14 +346,18 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 // Unwrap lets http.ResponseController reach the real writer.
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// writeError answers the error shape of the API, small and without request id: the
-// storage host has no request context.
+// writeError answers the error shape of the API, with the request id serveHTTP gave
+// the answer.
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	h := w.Header()
 	h.Del("ETag")
 	h.Del("Content-Disposition")
+	h.Del("Content-Length")
+	h.Del("Last-Modified")
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message,
+		"request_id": h.Get("X-Request-Id")}})
 }

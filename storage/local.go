@@ -33,6 +33,9 @@ type LocalConfig struct {
 	// OnEgress, when set, is called after each GET response with the object key and the
 	// bytes written to the client. It runs on the request's goroutine: keep it quick.
 	OnEgress func(key string, n int64)
+	// Now tells the time URLs are signed and checked by; nil is the system clock. Tests
+	// move it to expire URLs without waiting.
+	Now func() time.Time
 }
 
 // Validate names the setting to change.
@@ -59,6 +62,7 @@ type Local struct {
 	basePath string // the path part of PublicURL, which a proxy may or may not strip
 	secret   []byte
 	onEgress func(key string, n int64)
+	now      func() time.Time
 }
 
 var (
@@ -83,7 +87,10 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	u, _ := url.Parse(cfg.PublicURL)
 	l := &Local{dir: dir, tmp: filepath.Join(dir, ".tmp"), uploads: filepath.Join(dir, ".uploads"),
 		base: strings.TrimRight(cfg.PublicURL, "/"), basePath: strings.TrimRight(u.EscapedPath(), "/"),
-		secret: slices.Clone(cfg.Secret), onEgress: cfg.OnEgress}
+		secret: slices.Clone(cfg.Secret), onEgress: cfg.OnEgress, now: cfg.Now}
+	if l.now == nil {
+		l.now = time.Now
+	}
 	for _, d := range []string{l.dir, l.tmp, l.uploads} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("storage dir: %w", err)
@@ -97,7 +104,7 @@ func (l *Local) removeStaleTemps() {
 	entries, _ := os.ReadDir(l.tmp)
 	for _, e := range entries {
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
-			_ = os.Remove(filepath.Join(l.tmp, e.Name()))
+			_ = os.RemoveAll(filepath.Join(l.tmp, e.Name())) // ended uploads are directories
 		}
 	}
 }
@@ -107,28 +114,39 @@ func (l *Local) MetersEgress() bool { return l.onEgress != nil }
 
 func (l *Local) objectPath(key string) string { return filepath.Join(l.dir, filepath.FromSlash(key)) }
 
-// PresignPut returns a single-use URL for a PUT of exactly size bytes.
-func (l *Local) PresignPut(_ context.Context, key string, size int64, expires time.Duration) (string, map[string]string, error) {
+// PresignPut returns a single-use URL for a PUT of exactly size bytes into an open
+// upload: the first whole body wins, later PUTs answer 409 upload_session_consumed.
+func (l *Local) PresignPut(_ context.Context, key, uploadID string, size int64, expires time.Duration) (string, map[string]string, error) {
 	if err := checkKey(key); err != nil {
+		return "", nil, err
+	}
+	if err := checkUploadID(uploadID); err != nil {
 		return "", nil, err
 	}
 	if size < 0 {
 		return "", nil, fmt.Errorf("presign put %s: negative size %d", key, size)
 	}
-	u, err := l.sign(grant{op: opPut, key: key, size: size}, expires)
+	u, err := l.sign(grant{op: opPut, key: key, upload: uploadID, size: size}, expires)
 	if err != nil {
 		return "", nil, err
 	}
 	return u, map[string]string{"Content-Length": strconv.FormatInt(size, 10)}, nil
 }
 
-// PresignGet returns a URL serving the object, as an attachment named downloadName
-// when one is given.
-func (l *Local) PresignGet(_ context.Context, key string, expires time.Duration, downloadName string) (string, error) {
+// PresignGet returns a URL serving the object with d's Content-Type (plain bytes when
+// none), as an attachment named d.Name when one is given.
+func (l *Local) PresignGet(_ context.Context, key string, expires time.Duration, d domain.Download) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
-	return l.sign(grant{op: opGet, key: key, name: strings.ToValidUTF8(downloadName, "_")}, expires)
+	ct := ""
+	if d.ContentType != "" {
+		var ok bool
+		if ct, ok = cleanMediaType(d.ContentType); !ok {
+			return "", fmt.Errorf("presign get %s: %q is not a media type", key, d.ContentType)
+		}
+	}
+	return l.sign(grant{op: opGet, key: key, name: strings.ToValidUTF8(d.Name, "_"), ctype: ct}, expires)
 }
 
 func (l *Local) sign(g grant, expires time.Duration) (string, error) {
@@ -136,7 +154,8 @@ func (l *Local) sign(g grant, expires time.Duration) (string, error) {
 		return "", fmt.Errorf("presign %s: expiry %s is shorter than a second", g.key, expires)
 	}
 	// Rounded up, so a URL never lives shorter than asked.
-	g.exp = time.Now().Add(expires + time.Second - 1).Unix()
+	g.exp = l.now().Add(expires + time.Second - 1).Unix()
+	g.nonce = newNonce()
 	return l.base + g.path() + "?" + g.query(g.signature(l.secret)), nil
 }
 
@@ -388,14 +407,20 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// Multipart uploads: Dir/.uploads/<id>/key names the object, and each part is a file
+// Staged uploads: Dir/.uploads/<id>/key names the object. A single PUT lands as the
+// file "object" (linked, so only the first whole body can land); multipart parts as
 // "<part number, 5 digits>.<md5 hex>", so the ETag a client hands back names the exact
-// bytes it means.
+// bytes it means. Completing or aborting an upload first renames its directory out of
+// .uploads (claimUpload): from that instant no PUT can find it, so nothing lands in an
+// upload that has ended.
 
 const maxPartNumber = 10000
 
-// CreateMultipart opens a multipart upload for key.
-func (l *Local) CreateMultipart(_ context.Context, key string) (string, error) {
+// singleObject is the file a single PUT lands as, in its upload's directory.
+const singleObject = "object"
+
+// CreateUpload opens a staged upload for key.
+func (l *Local) CreateUpload(_ context.Context, key string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
@@ -404,11 +429,11 @@ func (l *Local) CreateMultipart(_ context.Context, key string) (string, error) {
 	id := hex.EncodeToString(b[:])
 	dir := filepath.Join(l.uploads, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create multipart %s: %w", key, err)
+		return "", fmt.Errorf("create upload %s: %w", key, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(key), 0o644); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("create multipart %s: %w", key, err)
+		return "", fmt.Errorf("create upload %s: %w", key, err)
 	}
 	return id, nil
 }
@@ -432,12 +457,71 @@ func (l *Local) uploadDir(key, uploadID string) (string, error) {
 	dir := filepath.Join(l.uploads, uploadID)
 	owner, err := os.ReadFile(filepath.Join(dir, "key"))
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && string(owner) != key) {
-		return "", fmt.Errorf("multipart upload %s of %s: %w", uploadID, key, domain.ErrNotFound)
+		return "", fmt.Errorf("upload %s of %s: %w", uploadID, key, domain.ErrNotFound)
 	}
 	if err != nil {
-		return "", fmt.Errorf("multipart upload %s: %w", uploadID, err)
+		return "", fmt.Errorf("upload %s: %w", uploadID, err)
 	}
 	return dir, nil
+}
+
+// claimUpload ends an open upload by renaming its directory out of .uploads, so no PUT
+// can land in it any more, and returns where it now is; the caller removes it.
+// domain.ErrNotFound when the upload has already ended.
+func (l *Local) claimUpload(key, uploadID string) (string, error) {
+	dir, err := l.uploadDir(key, uploadID)
+	if err != nil {
+		return "", err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	ended := filepath.Join(l.tmp, "ended-"+uploadID+"-"+hex.EncodeToString(b[:]))
+	if err := os.Rename(dir, ended); err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // ended meanwhile
+			return "", fmt.Errorf("upload %s of %s: %w", uploadID, key, domain.ErrNotFound)
+		}
+		return "", fmt.Errorf("end upload %s: %w", uploadID, err)
+	}
+	return ended, nil
+}
+
+// CompleteUpload makes the body of the upload's single PUT the object at key.
+func (l *Local) CompleteUpload(_ context.Context, key, uploadID string) error {
+	dir, err := l.uploadDir(key, uploadID)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(filepath.Join(dir, singleObject)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("complete %s: %w", key, domain.ErrNoBytes)
+	} else if err != nil {
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	ended, err := l.claimUpload(key, uploadID)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ended)
+	// Linked, never renamed over: a key is written once.
+	if err := l.place(filepath.Join(ended, singleObject), key, false); err != nil {
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	return nil
+}
+
+// AbortUpload ends the upload and deletes what it staged; aborting an ended or unknown
+// upload is not an error.
+func (l *Local) AbortUpload(_ context.Context, key, uploadID string) error {
+	ended, err := l.claimUpload(key, uploadID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(ended); err != nil {
+		return fmt.Errorf("abort upload %s: %w", uploadID, err)
+	}
+	return nil
 }
 
 // PresignPart returns a URL for a PUT of exactly size bytes as part partNumber; a new
@@ -563,6 +647,12 @@ func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts
 		}
 		files = append(files, f)
 	}
+	// The verified parts are open: end the upload now, so no late part lands unseen.
+	ended, err := l.claimUpload(key, uploadID)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ended)
 	out, err := os.CreateTemp(l.tmp, "mp-*")
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", key, err)
@@ -579,27 +669,11 @@ func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts
 		return out.Sync()
 	}()
 	if err == nil {
-		err = l.place(tmpPath, key, true)
+		err = l.place(tmpPath, key, false)
 	}
 	if err != nil {
 		os.Remove(tmpPath)
 		return fmt.Errorf("complete %s: %w", key, err)
-	}
-	_ = os.RemoveAll(dir)
-	return nil
-}
-
-// AbortMultipart deletes the parts; aborting a finished or unknown upload is not an error.
-func (l *Local) AbortMultipart(_ context.Context, key, uploadID string) error {
-	dir, err := l.uploadDir(key, uploadID)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("abort multipart %s: %w", uploadID, err)
 	}
 	return nil
 }
@@ -614,7 +688,7 @@ func (l *Local) storePart(tmpPath, key, uploadID string, part int, md5hex string
 	name := fmt.Sprintf("%05d.%s", part, md5hex)
 	if err := os.Rename(tmpPath, filepath.Join(dir, name)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // aborted or completed meanwhile
-			return fmt.Errorf("multipart upload %s: %w", uploadID, domain.ErrNotFound)
+			return fmt.Errorf("upload %s: %w", uploadID, domain.ErrNotFound)
 		}
 		return err
 	}

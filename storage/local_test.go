@@ -45,6 +45,25 @@ type localBundle struct {
 	dir    string
 	url    string // the storage host's base URL
 	egress *egressLog
+	clock  *fakeClock
+}
+
+// fakeClock is the time the backend signs and checks URLs by; tests move it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // setupLocal starts a Local backend with its storage host on a loopback listener.
@@ -53,9 +72,10 @@ func setupLocal(t *testing.T) *localBundle {
 	host := httptest.NewUnstartedServer(nil)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	b := &localBundle{dir: t.TempDir(), url: "http://" + host.Listener.Addr().String(), egress: &egressLog{seen: map[string]int64{}}}
+	b := &localBundle{dir: t.TempDir(), url: "http://" + host.Listener.Addr().String(), egress: &egressLog{seen: map[string]int64{}},
+		clock: &fakeClock{now: time.Now()}}
 	var err error
-	b.blobs, err = storage.NewLocal(storage.LocalConfig{Dir: b.dir, PublicURL: b.url, Secret: secret, OnEgress: b.egress.add})
+	b.blobs, err = storage.NewLocal(storage.LocalConfig{Dir: b.dir, PublicURL: b.url, Secret: secret, OnEgress: b.egress.add, Now: b.clock.Now})
 	require.NoError(t, err)
 	host.Config.Handler = b.blobs.Handler()
 	host.Start()
@@ -63,10 +83,10 @@ func setupLocal(t *testing.T) *localBundle {
 	return b
 }
 
+// presignPut opens a staged upload of key and mints its single-PUT URL.
 func (b *localBundle) presignPut(t *testing.T, key string, size int64) (string, map[string]string) {
 	t.Helper()
-	u, h, err := b.blobs.PresignPut(context.Background(), key, size, time.Minute)
-	require.NoError(t, err)
+	_, u, h := storagetest.Open(t, b.blobs, key, size)
 	return u, h
 }
 
@@ -83,7 +103,10 @@ func (b *localBundle) tempFiles(t *testing.T) []string {
 
 func TestLocal(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, func(t *testing.T) domain.Blobs { return setupLocal(t).blobs })
+	storagetest.Run(t, func(t *testing.T) storagetest.Backend {
+		b := setupLocal(t)
+		return storagetest.Backend{Blobs: b.blobs, Advance: b.clock.Advance}
+	})
 }
 
 func TestLocalObjectsLiveAtTheirKeyPath(t *testing.T) {
@@ -102,36 +125,60 @@ func TestLocalObjectsLiveAtTheirKeyPath(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestLocalSecondPutConflicts(t *testing.T) {
+func TestLocalSecondPutIsConsumed(t *testing.T) {
 	t.Parallel()
 	b := setupLocal(t)
+	ctx := context.Background()
 	k, first := storagetest.Key(), storagetest.Bytes(1000)
-	u, h := b.presignPut(t, k, 1000)
+	id, u, h := storagetest.Open(t, b.blobs, k, 1000)
 	resp, body := storagetest.Put(t, u, h, first, 1000)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 
-	// The same URL again, and a freshly minted one: both refused, the object untouched.
-	u2, h2 := b.presignPut(t, k, 1000)
+	// The same URL again, and a freshly minted one: both refused, the staged bytes kept.
+	u2, h2, err := b.blobs.PresignPut(ctx, k, id, 1000, time.Minute)
+	require.NoError(t, err)
 	for _, url := range []string{u, u2} {
 		resp, body = storagetest.Put(t, url, h2, storagetest.Bytes(1000), 1000)
 		require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
-		requireErrorBody(t, resp, body, "conflict")
+		requireErrorBody(t, resp, body, "upload_session_consumed")
 	}
+	require.NoError(t, b.blobs.CompleteUpload(ctx, k, id))
 	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
 	require.NoError(t, err)
 	require.Equal(t, first, got)
+
+	// Completed, the URL is consumed for good; a part URL of it too.
+	resp, body = storagetest.Put(t, u, h, storagetest.Bytes(1000), 1000)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+	requireErrorBody(t, resp, body, "upload_session_consumed")
+	pu, err := b.blobs.PresignPart(ctx, k, id, 1, 1000, time.Minute)
+	require.NoError(t, err)
+	resp, body = storagetest.Put(t, pu, nil, storagetest.Bytes(1000), 1000)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+	requireErrorBody(t, resp, body, "upload_session_consumed")
+	got, err = os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.Equal(t, first, got)
+	entries, err := os.ReadDir(filepath.Join(b.dir, ".uploads"))
+	require.NoError(t, err)
+	require.Empty(t, entries, "completion removes the staged upload")
+	require.Empty(t, b.tempFiles(t))
 }
 
 func TestLocalConcurrentPutsLeaveOneObject(t *testing.T) {
 	t.Parallel()
 	b := setupLocal(t)
+	ctx := context.Background()
 	k := storagetest.Key()
 	const n, size = 8, 2 << 20
+	id, err := b.blobs.CreateUpload(ctx, k)
+	require.NoError(t, err)
 	bodies := make([][]byte, n)
 	urls := make([]string, n)
 	for i := range n {
 		bodies[i] = storagetest.Bytes(size)
-		urls[i], _ = b.presignPut(t, k, size)
+		urls[i], _, err = b.blobs.PresignPut(ctx, k, id, size, time.Minute)
+		require.NoError(t, err)
 	}
 	statuses := make([]int, n)
 	start := make(chan struct{})
@@ -166,10 +213,40 @@ func TestLocalConcurrentPutsLeaveOneObject(t *testing.T) {
 		}
 	}
 	require.NotEqual(t, -1, winner, "one PUT wins: %v", statuses)
+	require.NoError(t, b.blobs.CompleteUpload(ctx, k, id))
 	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(bodies[winner], got), "the object is the winner's bytes, whole")
 	require.Empty(t, b.tempFiles(t), "no temp file is left behind")
+}
+
+// TestLocalPutRacingAbort aborts uploads while their PUT is in flight: the PUT either
+// landed first (and was discarded with the upload) or is refused; either way nothing is
+// left at the key, in the staging area or in the temp directory.
+func TestLocalPutRacingAbort(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	for range 20 {
+		k := storagetest.Key()
+		data := storagetest.Bytes(256 << 10)
+		id, u, h := storagetest.Open(t, b.blobs, k, int64(len(data)))
+		done := make(chan int, 1)
+		go func() {
+			resp, _ := storagetest.Put(t, u, h, data, int64(len(data)))
+			done <- resp.StatusCode
+		}()
+		require.NoError(t, b.blobs.AbortUpload(ctx, k, id))
+		st := <-done
+		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, st)
+		_, err := b.blobs.Stat(ctx, k)
+		require.ErrorIs(t, err, domain.ErrNotFound)
+		require.ErrorIs(t, b.blobs.CompleteUpload(ctx, k, id), domain.ErrNotFound)
+	}
+	entries, err := os.ReadDir(filepath.Join(b.dir, ".uploads"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Empty(t, b.tempFiles(t))
 }
 
 func TestLocalEgressCountsBytesSent(t *testing.T) {
@@ -179,7 +256,7 @@ func TestLocalEgressCountsBytesSent(t *testing.T) {
 	k, data := storagetest.Key(), storagetest.Bytes(10_000)
 	require.NoError(t, b.blobs.Put(ctx, k, bytes.NewReader(data), int64(len(data))))
 	require.True(t, b.blobs.MetersEgress())
-	gu, err := b.blobs.PresignGet(ctx, k, time.Minute, "x.bin")
+	gu, err := b.blobs.PresignGet(ctx, k, time.Minute, domain.Download{Name: "x.bin"})
 	require.NoError(t, err)
 
 	waitEgress := func(want int64) {
@@ -212,7 +289,7 @@ func TestLocalEgressCountsBytesSent(t *testing.T) {
 	// A client that goes away mid-download is charged only what was sent.
 	big := storagetest.Key()
 	require.NoError(t, b.blobs.Put(ctx, big, bytes.NewReader(make([]byte, 64<<20)), 64<<20))
-	bu, err := b.blobs.PresignGet(ctx, big, time.Minute, "")
+	bu, err := b.blobs.PresignGet(ctx, big, time.Minute, domain.Download{})
 	require.NoError(t, err)
 	resp, err = http.Get(bu)
 	require.NoError(t, err)
@@ -227,12 +304,13 @@ func TestLocalHeadAndConditionalGet(t *testing.T) {
 	t.Parallel()
 	b := setupLocal(t)
 	k, data := storagetest.Key(), storagetest.Bytes(1234)
-	u, h := b.presignPut(t, k, 1234)
+	id, u, h := storagetest.Open(t, b.blobs, k, 1234)
 	resp, _ := storagetest.Put(t, u, h, data, 1234)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	putETag := resp.Header.Get("ETag")
+	require.NoError(t, b.blobs.CompleteUpload(context.Background(), k, id))
 
-	gu, err := b.blobs.PresignGet(context.Background(), k, time.Minute, "")
+	gu, err := b.blobs.PresignGet(context.Background(), k, time.Minute, domain.Download{})
 	require.NoError(t, err)
 	req, _ := http.NewRequest(http.MethodHead, gu, nil)
 	resp, err = http.DefaultClient.Do(req)
@@ -265,14 +343,14 @@ func TestLocalSignatureCoversEveryByte(t *testing.T) {
 
 	stored := storagetest.Key()
 	require.NoError(t, b.blobs.Put(ctx, stored, bytes.NewReader(data), 64))
-	getURL, err := b.blobs.PresignGet(ctx, stored, time.Minute, "Grüße, \"Welt\".pdf")
+	getURL, err := b.blobs.PresignGet(ctx, stored, time.Minute, domain.Download{Name: "Grüße, \"Welt\".pdf", ContentType: "application/pdf"})
 	require.NoError(t, err)
 
 	putKey := storagetest.Key()
-	putURL, _ := b.presignPut(t, putKey, 64)
+	putID, putURL, _ := storagetest.Open(t, b.blobs, putKey, 64)
 
 	partKey := storagetest.Key()
-	id, err := b.blobs.CreateMultipart(ctx, partKey)
+	id, err := b.blobs.CreateUpload(ctx, partKey)
 	require.NoError(t, err)
 	partURL, err := b.blobs.PresignPart(ctx, partKey, id, 1, 64, time.Minute)
 	require.NoError(t, err)
@@ -328,8 +406,7 @@ func TestLocalSignatureCoversEveryByte(t *testing.T) {
 	// A part URL is not a single-PUT URL for the same key, nor a part of another upload.
 	require.Equal(t, http.StatusForbidden, send("PUT", strings.Replace(partURL, "op=part", "op=put", 1)))
 
-	_, err = b.blobs.Stat(ctx, putKey)
-	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.ErrorIs(t, b.blobs.CompleteUpload(ctx, putKey, putID), domain.ErrNoBytes)
 	parts, err := b.blobs.ListParts(ctx, partKey, id)
 	require.NoError(t, err)
 	require.Empty(t, parts)
@@ -347,7 +424,7 @@ func TestLocalRefusesBodiesOtherThanSigned(t *testing.T) {
 	t.Parallel()
 	b := setupLocal(t)
 	k := storagetest.Key()
-	u, h := b.presignPut(t, k, 1000)
+	id, u, h := storagetest.Open(t, b.blobs, k, 1000)
 
 	resp, body := storagetest.Put(t, u, h, storagetest.Bytes(1001), 1001)
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
@@ -373,8 +450,7 @@ func TestLocalRefusesBodiesOtherThanSigned(t *testing.T) {
 	b.blobs.Handler().ServeHTTP(rec, req)
 	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 
-	_, err := b.blobs.Stat(context.Background(), k)
-	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.ErrorIs(t, b.blobs.CompleteUpload(context.Background(), k, id), domain.ErrNoBytes)
 	require.Empty(t, b.tempFiles(t), "refused bodies leave no temp file")
 
 	// The URL is still good for the right body.
@@ -402,7 +478,7 @@ func TestLocalMultipartBelongsToItsKey(t *testing.T) {
 	b := setupLocal(t)
 	ctx := context.Background()
 	k := storagetest.Key()
-	id, err := b.blobs.CreateMultipart(ctx, k)
+	id, err := b.blobs.CreateUpload(ctx, k)
 	require.NoError(t, err)
 	e1 := storagetest.PutPart(t, b.blobs, k, id, 1, storagetest.Bytes(100))
 
@@ -449,7 +525,7 @@ func TestLocalPublicURLWithPath(t *testing.T) {
 
 	k := storagetest.Key()
 	require.NoError(t, l.Put(context.Background(), k, strings.NewReader("hello"), 5))
-	gu, err := l.PresignGet(context.Background(), k, time.Minute, "")
+	gu, err := l.PresignGet(context.Background(), k, time.Minute, domain.Download{})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(gu, base+"/o/"), gu)
 	resp, body := storagetest.Get(t, gu, "")
@@ -482,17 +558,72 @@ func TestNewLocalValidates(t *testing.T) {
 func TestLocalPresignRefusesShortExpiry(t *testing.T) {
 	t.Parallel()
 	b := setupLocal(t)
-	_, _, err := b.blobs.PresignPut(context.Background(), storagetest.Key(), 1, 500*time.Millisecond)
+	k := storagetest.Key()
+	id, err := b.blobs.CreateUpload(context.Background(), k)
+	require.NoError(t, err)
+	_, _, err = b.blobs.PresignPut(context.Background(), k, id, 1, 500*time.Millisecond)
 	require.Error(t, err)
 }
 
+// requireErrorBody checks the one error shape of the API, request id included.
 func requireErrorBody(t *testing.T, resp *http.Response, body []byte, code string) {
 	t.Helper()
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	var e struct {
-		Error struct{ Code, Message string }
+		Error struct {
+			Code, Message string
+			RequestID     string `json:"request_id"`
+		}
 	}
 	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
 	require.Equal(t, code, e.Error.Code)
 	require.NotEmpty(t, e.Error.Message)
+	require.True(t, domain.ValidID(domain.PrefixRequest, e.Error.RequestID), "request_id %q", e.Error.RequestID)
+	require.Equal(t, resp.Header.Get("X-Request-Id"), e.Error.RequestID)
+}
+
+// TestLocalRefusalsHaveTheErrorShape checks every kind of refusal of the storage host,
+// ServeContent's own 416 included: the API's error shape with the answer's request id.
+func TestLocalRefusalsHaveTheErrorShape(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	k, data := storagetest.Key(), storagetest.Bytes(100)
+	require.NoError(t, b.blobs.Put(ctx, k, bytes.NewReader(data), 100))
+	gu, err := b.blobs.PresignGet(ctx, k, time.Minute, domain.Download{Name: "a.bin"})
+	require.NoError(t, err)
+	missing, err := b.blobs.PresignGet(ctx, storagetest.Key(), time.Minute, domain.Download{})
+	require.NoError(t, err)
+	id, pu, h := storagetest.Open(t, b.blobs, storagetest.Key(), 10)
+
+	for name, tc := range map[string]struct {
+		do     func() (*http.Response, []byte)
+		status int
+		code   string
+	}{
+		"RangeNotSatisfiable": {func() (*http.Response, []byte) { return storagetest.Get(t, gu, "bytes=500-") }, http.StatusRequestedRangeNotSatisfiable, "invalid_request"},
+		"NoSuchObject":        {func() (*http.Response, []byte) { return storagetest.Get(t, missing, "") }, http.StatusNotFound, "not_found"},
+		"BadSignature":        {func() (*http.Response, []byte) { return storagetest.Get(t, storagetest.FlipSignature(t, gu), "") }, http.StatusForbidden, "forbidden"},
+		"TooLarge":            {func() (*http.Response, []byte) { return storagetest.Put(t, pu, h, storagetest.Bytes(11), 11) }, http.StatusRequestEntityTooLarge, "payload_too_large"},
+		"NoLength":            {func() (*http.Response, []byte) { return storagetest.Put(t, pu, h, storagetest.Bytes(10), -1) }, http.StatusLengthRequired, "invalid_request"},
+		"WrongPath": {func() (*http.Response, []byte) {
+			r, err := http.Get(b.url + "/elsewhere")
+			require.NoError(t, err)
+			defer r.Body.Close()
+			body, _ := io.ReadAll(r.Body)
+			return r, body
+		}, http.StatusNotFound, "not_found"},
+	} {
+		resp, body := tc.do()
+		require.Equal(t, tc.status, resp.StatusCode, "%s: %s", name, body)
+		requireErrorBody(t, resp, body, tc.code)
+		require.Empty(t, resp.Header.Get("Content-Disposition"), name)
+	}
+	// Ended: consumed.
+	require.NoError(t, b.blobs.AbortUpload(ctx, storagetest.Key(), id)) // another key: not this upload
+	resp, body := storagetest.Put(t, pu, h, storagetest.Bytes(10), 10)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	resp, body = storagetest.Put(t, pu, h, storagetest.Bytes(10), 10)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+	requireErrorBody(t, resp, body, "upload_session_consumed")
 }

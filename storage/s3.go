@@ -175,39 +175,71 @@ func checkExpiry(expires time.Duration) error {
 	return nil
 }
 
-// PresignPut signs Content-Length into the URL, so the store refuses a body of any
-// other size; the client must send that header (the returned map).
-func (s *S3) PresignPut(ctx context.Context, key string, size int64, expires time.Duration) (string, map[string]string, error) {
-	if err := checkKey(key); err != nil {
-		return "", nil, err
-	}
-	if err := checkExpiry(expires); err != nil {
-		return "", nil, err
-	}
-	if size < 0 {
-		return "", nil, fmt.Errorf("presign put %s: negative size %d", key, size)
-	}
-	length := strconv.FormatInt(size, 10)
-	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, key, expires, nil, http.Header{"Content-Length": {length}})
+// nonceParam is a query parameter the store ignores; its random value makes every URL
+// minted distinct, even within the one second of X-Amz-Date.
+const nonceParam = "x-filemill-nonce"
+
+// PresignPut signs an UploadPart of part 1 of the upload with its Content-Length, so the
+// store refuses a body of any other size (the client must send that header, the returned
+// map). Once the upload is completed or aborted the store answers 404 NoSuchUpload: the
+// URL writes nothing more. Until then a new PUT replaces the bytes.
+func (s *S3) PresignPut(ctx context.Context, key, uploadID string, size int64, expires time.Duration) (string, map[string]string, error) {
+	u, err := s.PresignPart(ctx, key, uploadID, 1, size, expires)
 	if err != nil {
-		return "", nil, fmt.Errorf("presign put %s: %w", key, err)
+		return "", nil, err
 	}
-	return u.String(), map[string]string{"Content-Length": length}, nil
+	return u, map[string]string{"Content-Length": strconv.FormatInt(size, 10)}, nil
 }
 
-// PresignGet returns the store's URL, with the download name as the response's
-// Content-Disposition.
-func (s *S3) PresignGet(ctx context.Context, key string, expires time.Duration, downloadName string) (string, error) {
+// CompleteUpload assembles part 1, the single PUT, into the object.
+func (s *S3) CompleteUpload(ctx context.Context, key, uploadID string) error {
+	// A PUT may replace the part between the listing and the completion: list again.
+	for attempt := 0; ; attempt++ {
+		parts, err := s.ListParts(ctx, key, uploadID)
+		if err != nil {
+			return err
+		}
+		if len(parts) == 0 || parts[0].PartNumber != 1 {
+			return fmt.Errorf("complete %s: %w", key, domain.ErrNoBytes)
+		}
+		err = s.CompleteMultipart(ctx, key, uploadID, parts[:1])
+		if !errors.Is(err, ErrPartMismatch) || attempt == 2 {
+			return err
+		}
+	}
+}
+
+// AbortUpload discards the staged bytes; aborting a finished or unknown upload is not
+// an error.
+func (s *S3) AbortUpload(ctx context.Context, key, uploadID string) error {
+	if err := s.core.AbortMultipartUpload(ctx, s.bucket, key, uploadID); err != nil {
+		if minio.ToErrorResponse(err).Code == "NoSuchUpload" {
+			return nil
+		}
+		return fmt.Errorf("abort upload %s: %w", uploadID, err)
+	}
+	return nil
+}
+
+// PresignGet returns the store's URL, with d's Content-Type and the download name as
+// the response's Content-Disposition (the store's response-* overrides).
+func (s *S3) PresignGet(ctx context.Context, key string, expires time.Duration, d domain.Download) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
 	if err := checkExpiry(expires); err != nil {
 		return "", err
 	}
-	params := url.Values{}
-	if downloadName != "" {
-		params.Set("response-content-disposition", contentDisposition(downloadName))
-		params.Set("response-content-type", contentType(downloadName))
+	ct := "application/octet-stream"
+	if d.ContentType != "" {
+		var ok bool
+		if ct, ok = cleanMediaType(d.ContentType); !ok {
+			return "", fmt.Errorf("presign get %s: %q is not a media type", key, d.ContentType)
+		}
+	}
+	params := url.Values{"response-content-type": {ct}}
+	if d.Name != "" {
+		params.Set("response-content-disposition", contentDisposition(d.Name))
 	}
 	u, err := s.signer.PresignedGetObject(ctx, s.bucket, key, expires, params)
 	if err != nil {
@@ -337,20 +369,22 @@ func (s *S3) Ping(ctx context.Context) error {
 	return nil
 }
 
-// CreateMultipart opens a multipart upload in the store.
-func (s *S3) CreateMultipart(ctx context.Context, key string) (string, error) {
+// CreateUpload opens a multipart upload in the store: single PUTs are its part 1, so
+// that its end, completion or abort, kills every URL minted for it.
+func (s *S3) CreateUpload(ctx context.Context, key string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
 	id, err := s.core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return "", fmt.Errorf("create multipart %s: %w", key, err)
+		return "", fmt.Errorf("create upload %s: %w", key, err)
 	}
 	return id, nil
 }
 
 // PresignPart signs an UploadPart request with its Content-Length; the store answers
 // the part's ETag. Parts other than the last must be 5 MiB or more (the store's rule).
+// An upload that has ended answers 404 NoSuchUpload.
 func (s *S3) PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
@@ -364,7 +398,7 @@ func (s *S3) PresignPart(ctx context.Context, key, uploadID string, partNumber i
 	if size < 0 {
 		return "", fmt.Errorf("presign part %d: negative size %d", partNumber, size)
 	}
-	params := url.Values{"partNumber": {strconv.Itoa(partNumber)}, "uploadId": {uploadID}}
+	params := url.Values{"partNumber": {strconv.Itoa(partNumber)}, "uploadId": {uploadID}, nonceParam: {newNonce()}}
 	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, key, expires, params,
 		http.Header{"Content-Length": {strconv.FormatInt(size, 10)}})
 	if err != nil {
@@ -423,17 +457,6 @@ func (s *S3) CompleteMultipart(ctx context.Context, key, uploadID string, parts 
 			return fmt.Errorf("%w: %v", ErrPartMismatch, err)
 		}
 		return s3Err("complete multipart", key, err)
-	}
-	return nil
-}
-
-// AbortMultipart discards the parts; aborting a finished or unknown upload is not an error.
-func (s *S3) AbortMultipart(ctx context.Context, key, uploadID string) error {
-	if err := s.core.AbortMultipartUpload(ctx, s.bucket, key, uploadID); err != nil {
-		if minio.ToErrorResponse(err).Code == "NoSuchUpload" {
-			return nil
-		}
-		return fmt.Errorf("abort multipart %s: %w", uploadID, err)
 	}
 	return nil
 }

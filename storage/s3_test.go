@@ -32,7 +32,7 @@ func newS3(t *testing.T, query string) *storage.S3 {
 
 func TestS3(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, func(t *testing.T) domain.Blobs { return newS3(t, "") })
+	storagetest.Run(t, func(t *testing.T) storagetest.Backend { return storagetest.Backend{Blobs: newS3(t, "")} })
 }
 
 func TestS3PublicURL(t *testing.T) {
@@ -44,15 +44,15 @@ func TestS3PublicURL(t *testing.T) {
 	ctx := context.Background()
 
 	k, data := storagetest.Key(), storagetest.Bytes(1000)
-	u, headers, err := s.PresignPut(ctx, k, int64(len(data)), time.Minute)
-	require.NoError(t, err)
+	id, u, headers := storagetest.Open(t, s, k, int64(len(data)))
 	pu, err := url.Parse(u)
 	require.NoError(t, err)
 	require.Equal(t, "localhost:"+port, pu.Host, "client URLs use the public host")
 	resp, body := storagetest.Put(t, u, headers, data, int64(len(data)))
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	require.NoError(t, s.CompleteUpload(ctx, k, id))
 
-	gu, err := s.PresignGet(ctx, k, time.Minute, "a.bin")
+	gu, err := s.PresignGet(ctx, k, time.Minute, domain.Download{Name: "a.bin"})
 	require.NoError(t, err)
 	require.Contains(t, gu, public+"/")
 	resp, body = storagetest.Get(t, gu, "")

@@ -2,11 +2,13 @@ package storage
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"hash"
+	"mime"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,17 +22,27 @@ const (
 )
 
 // signVersion is the first signed field, so a future scheme never verifies an old string.
-const signVersion = "filemill-storage-v1"
+// v2 added the upload of single PUTs, the served content type and the nonce.
+const signVersion = "filemill-storage-v2"
 
 // grant is what a local URL allows: one operation on one key until exp.
 type grant struct {
 	op     string
 	key    string
 	size   int64  // put, part
-	upload string // part
+	upload string // put, part
 	part   int    // part
 	name   string // get: download file name, "" for none
+	ctype  string // get: Content-Type served, "" for application/octet-stream
 	exp    int64  // Unix seconds
+	nonce  string // makes every minted URL distinct, even within one second
+}
+
+// newNonce returns 64 random bits, base64url.
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // signature is base64url(HMAC-SHA256) over every field, each length-prefixed so no
@@ -38,7 +50,7 @@ type grant struct {
 func (g grant) signature(secret []byte) string {
 	m := hmac.New(sha256.New, secret)
 	for _, f := range []string{signVersion, g.op, g.key, strconv.FormatInt(g.size, 10), g.upload,
-		strconv.Itoa(g.part), g.name, strconv.FormatInt(g.exp, 10)} {
+		strconv.Itoa(g.part), g.name, g.ctype, strconv.FormatInt(g.exp, 10), g.nonce} {
 		writeField(m, f)
 	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
@@ -66,8 +78,10 @@ func (g grant) query(sig string) string {
 		b.WriteString(url.QueryEscape(v))
 	}
 	add("op", g.op)
-	if g.op == opPart {
+	if g.op == opPut || g.op == opPart {
 		add("upload", g.upload)
+	}
+	if g.op == opPart {
 		add("part", strconv.Itoa(g.part))
 	}
 	if g.op == opPut || g.op == opPart {
@@ -76,7 +90,11 @@ func (g grant) query(sig string) string {
 	if g.op == opGet && g.name != "" {
 		add("name", g.name)
 	}
+	if g.op == opGet && g.ctype != "" {
+		add("type", g.ctype)
+	}
 	add("exp", strconv.FormatInt(g.exp, 10))
+	add("n", g.nonce)
 	add("sig", sig)
 	return b.String()
 }
@@ -92,7 +110,7 @@ func parseGrant(key, rawQuery string) (grant, string, error) {
 	}
 	for k, v := range q {
 		switch k {
-		case "op", "upload", "part", "size", "name", "exp", "sig":
+		case "op", "upload", "part", "size", "name", "type", "exp", "n", "sig":
 		default:
 			return grant{}, "", errBadURL
 		}
@@ -100,13 +118,16 @@ func parseGrant(key, rawQuery string) (grant, string, error) {
 			return grant{}, "", errBadURL
 		}
 	}
-	g := grant{op: q.Get("op"), key: key, upload: q.Get("upload"), name: q.Get("name")}
+	g := grant{op: q.Get("op"), key: key, upload: q.Get("upload"), name: q.Get("name"), ctype: q.Get("type"), nonce: q.Get("n")}
 	if g.exp, err = strconv.ParseInt(q.Get("exp"), 10, 64); err != nil {
 		return grant{}, "", errBadURL
 	}
 	switch g.op {
 	case opPut, opPart:
 		if g.size, err = strconv.ParseInt(q.Get("size"), 10, 64); err != nil || g.size < 0 {
+			return grant{}, "", errBadURL
+		}
+		if checkUploadID(g.upload) != nil {
 			return grant{}, "", errBadURL
 		}
 		if g.op == opPart {
@@ -119,4 +140,15 @@ func parseGrant(key, rawQuery string) (grant, string, error) {
 		return grant{}, "", errBadURL
 	}
 	return g, q.Get("sig"), nil
+}
+
+// cleanMediaType returns a media type in canonical form, parameters included, when s is
+// one; a served Content-Type is never a string a client could smuggle headers through.
+func cleanMediaType(s string) (string, bool) {
+	mt, params, err := mime.ParseMediaType(s)
+	if err != nil || !strings.Contains(mt, "/") {
+		return "", false
+	}
+	out := mime.FormatMediaType(mt, params)
+	return out, out != ""
 }

@@ -81,12 +81,21 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.Less(t, resp.StatusCode, 300)
 	status, file := apiPost(t, base+"/v1/files/"+up["file_id"].(string)+"/complete", key, nil)
 	require.Equal(t, 200, status, "%v", file)
-	status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
-	require.Equal(t, 202, status, "%v", job)
-	jobURL := base + "/v1/jobs/" + job["id"].(string)
-
+	// A job is admitted only while a live worker runs its engine.
 	victim := start(t, dir, env, "worker")
+	var status2 int
+	var job map[string]any
 	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status2, job = apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
+		if status2 != 503 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the worker never advertised inspect: %v", job)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, 202, status2, "%v", job)
+	jobURL := base + "/v1/jobs/" + job["id"].(string)
 	for {
 		_, j := apiGet(t, jobURL, key)
 		if j["state"] == "running" {

@@ -64,7 +64,13 @@ func (b *body) Read(p []byte) (int, error) {
 		return n, &domain.Error{Code: domain.CodeFileTooLarge, Param: "from_url",
 			Message: fmt.Sprintf("from_url sends more than %d bytes, the limit for files", b.max)}
 	}
-	if err != nil && err != io.EOF {
+	if err == io.EOF && b.ctx.Err() != nil {
+		// The request ended (total timeout, caller gone) before the body did. Once we
+		// hang up, the server may still end a chunked body cleanly, and the transport may
+		// read that final chunk: a transfer cut short would then read as complete, and a
+		// truncated file be stored as whole. A cut is a cut.
+		err = b.readError(b.ctx.Err())
+	} else if err != nil && err != io.EOF {
 		err = b.readError(err)
 	}
 	return n, err

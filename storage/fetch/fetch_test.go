@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -295,19 +297,32 @@ func TestFetch(t *testing.T) {
 
 	t.Run("AllowedNetworkStreamsBytes", func(t *testing.T) {
 		t.Parallel()
+		var mu sync.Mutex
+		var fetched chan struct{} // closed once Fetch has returned
 		b := setup(t, func(w http.ResponseWriter, r *http.Request) {
 			require.Equal(t, "filemill-test", r.Header.Get("User-Agent"))
 			w.Header().Set("Content-Type", "application/pdf")
 			w.Header().Set("Content-Length", "10")
 			_, _ = io.WriteString(w, "hello")
 			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond) // the rest comes after Fetch has returned
+			mu.Lock()
+			wait := fetched
+			mu.Unlock()
+			select { // the rest comes after Fetch has returned
+			case <-wait:
+			case <-r.Context().Done():
+				return
+			}
 			_, _ = io.WriteString(w, "world")
 		})
 		f := b.fetcher(func(c *Config) { c.UserAgent = "filemill-test" })
 		for _, host := range []string{"127.0.0.1", "0x7f.1", "2130706433"} {
+			mu.Lock()
+			fetched = make(chan struct{})
+			mu.Unlock()
 			res, err := f.Fetch(ctx, "https://"+host+":"+b.port+"/docs/My%20Report.pdf?x=1#frag", 1<<20)
 			require.NoError(t, err, host)
+			close(fetched)
 			got, err := io.ReadAll(res.Body)
 			require.NoError(t, err)
 			require.NoError(t, res.Body.Close())
@@ -522,13 +537,23 @@ func TestFetch(t *testing.T) {
 				w.(http.Flusher).Flush()
 			}
 		})
-		f := b.fetcher(func(c *Config) { c.TotalTimeout = 400 * time.Millisecond })
-		res, err := f.Fetch(ctx, b.srv.URL, 1<<20)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		_, err = io.ReadAll(res.Body)
-		de := requireCode(t, err, domain.CodeTimeout)
-		require.Contains(t, de.Message, "took longer")
+		// The total timeout must leave time for the headers, which a busy machine may
+		// take long to send: when it did not, the fetch was cut before the body (a timeout
+		// too), and the case is run again with twice the time.
+		for total := 400 * time.Millisecond; ; total *= 2 {
+			f := b.fetcher(func(c *Config) { c.TotalTimeout = total })
+			res, err := f.Fetch(ctx, b.srv.URL, 1<<20)
+			if err != nil {
+				requireCode(t, err, domain.CodeTimeout)
+				require.Less(t, total, 20*time.Second, "the headers never came in time")
+				continue
+			}
+			_, err = io.ReadAll(res.Body)
+			res.Body.Close()
+			de := requireCode(t, err, domain.CodeTimeout)
+			require.Contains(t, de.Message, "took longer")
+			break
+		}
 	})
 
 	t.Run("SilentServerIsCutByHeaderTimeout", func(t *testing.T) {
@@ -597,4 +622,39 @@ func TestConfigValidate(t *testing.T) {
 	cfg = DefaultConfig()
 	cfg.AllowCIDRs = []netip.Prefix{{}}
 	require.ErrorContains(t, cfg.Validate(), "FILEMILL_OUTBOUND_ALLOW_CIDRS")
+}
+
+// TestBodyCutByTheTotalTimeoutNeverReadsAsComplete hands the body a transport answer
+// that ends cleanly after the request's time ran out, as a server that closes a chunked
+// body once we hang up can make it: the read must fail, never look complete.
+func TestBodyCutByTheTotalTimeoutNeverReadsAsComplete(t *testing.T) {
+	t.Parallel()
+	for name, parent := range map[string]context.Context{"Deadline": context.Background(), "CallerGone": canceled()} {
+		rctx, cancel := context.WithDeadline(parent, time.Now().Add(-time.Second))
+		b := &body{rc: io.NopCloser(strings.NewReader("partial")), max: 1 << 20, cancel: cancel, ctx: rctx, parent: parent,
+			f: New(DefaultConfig())}
+		got, err := io.ReadAll(b)
+		require.Error(t, err, name)
+		require.Equal(t, "partial", string(got), name)
+		if name == "Deadline" {
+			requireCode(t, err, domain.CodeTimeout)
+		} else {
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		require.NoError(t, b.Close())
+	}
+	// In time, the same answer reads as complete.
+	rctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	b := &body{rc: io.NopCloser(strings.NewReader("whole")), max: 1 << 20, cancel: cancel, ctx: rctx, parent: context.Background(),
+		f: New(DefaultConfig())}
+	got, err := io.ReadAll(b)
+	require.NoError(t, err)
+	require.Equal(t, "whole", string(got))
+	require.NoError(t, b.Close())
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

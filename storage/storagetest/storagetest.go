@@ -27,14 +27,27 @@ import (
 // the last. Backends must not demand more.
 const PartSize = 5 << 20
 
-// Run runs the suite. newBlobs returns a fresh, empty backend for each case; when it
-// implements domain.MultipartBlobs, the multipart cases run too.
-func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
-	setup := func(t *testing.T) (context.Context, domain.Blobs) {
+// Backend is one fresh, empty backend under test.
+type Backend struct {
+	Blobs domain.Blobs
+	// Advance moves the clock the backend signs and checks URLs by; nil when it keeps
+	// real time, and then the suite waits until an expiry is seen instead.
+	Advance func(d time.Duration)
+}
+
+// Run runs the suite. newBackend returns a fresh, empty backend for each case, which
+// must implement domain.MultipartBlobs.
+func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+	setupBackend := func(t *testing.T) (context.Context, Backend) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		t.Cleanup(cancel)
-		return ctx, newBlobs(t)
+		return ctx, newBackend(t)
+	}
+	setup := func(t *testing.T) (context.Context, domain.Blobs) {
+		t.Helper()
+		ctx, be := setupBackend(t)
+		return ctx, be.Blobs
 	}
 	multipart := func(t *testing.T, b domain.Blobs) domain.MultipartBlobs {
 		t.Helper()
@@ -50,7 +63,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		ctx, b := setup(t)
 		mp := multipart(t, b)
 		k := Key()
-		id, err := mp.CreateMultipart(ctx, k)
+		id, err := b.CreateUpload(ctx, k)
 		require.NoError(t, err)
 		return ctx, b, mp, k, id
 	}
@@ -105,9 +118,9 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		ctx, b := setup(t)
 		for _, k := range []string{"", "../escape", "a/../../b", "/abs/path", "a//b", "a/b/", "a/./b", `a\b`, "a/\x00b"} {
 			require.Error(t, b.Put(ctx, k, bytes.NewReader([]byte("x")), 1), "Put %q", k)
-			_, _, err := b.PresignPut(ctx, k, 1, time.Minute)
-			require.Error(t, err, "PresignPut %q", k)
-			_, err = b.PresignGet(ctx, k, time.Minute, "")
+			_, err := b.CreateUpload(ctx, k)
+			require.Error(t, err, "CreateUpload %q", k)
+			_, err = b.PresignGet(ctx, k, time.Minute, domain.Download{})
 			require.Error(t, err, "PresignGet %q", k)
 		}
 	})
@@ -120,24 +133,104 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 	t.Run("PresignedPutRoundTrip", func(t *testing.T) {
 		ctx, b := setup(t)
 		k, data := Key(), Bytes(300_000)
-		u, headers, err := b.PresignPut(ctx, k, int64(len(data)), time.Minute)
-		require.NoError(t, err)
+		id, u, headers := Open(t, b, k, int64(len(data)))
 		require.Equal(t, fmt.Sprint(len(data)), headers["Content-Length"], "the client is told to send Content-Length")
+		require.ErrorIs(t, b.CompleteUpload(ctx, k, id), domain.ErrNoBytes, "nothing put yet; the upload stays open")
 		resp, body := Put(t, u, headers, data, int64(len(data)))
 		require.True(t, ok(resp), "PUT answered %d: %s", resp.StatusCode, body)
 		require.NotEmpty(t, resp.Header.Get("ETag"))
 
+		_, err := b.Stat(ctx, k)
+		require.ErrorIs(t, err, domain.ErrNotFound, "staged bytes are not the object before completion")
+		require.NoError(t, b.CompleteUpload(ctx, k, id))
 		size, err := b.Stat(ctx, k)
 		require.NoError(t, err)
 		require.Equal(t, int64(len(data)), size)
 		require.Equal(t, data, read(t, b, k))
 
-		gu, err := b.PresignGet(ctx, k, time.Minute, "")
+		gu, err := b.PresignGet(ctx, k, time.Minute, domain.Download{})
 		require.NoError(t, err)
 		resp, body = Get(t, gu, "")
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 		require.Equal(t, data, body)
 		require.Equal(t, fmt.Sprint(len(data)), resp.Header.Get("Content-Length"))
+		require.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
+	})
+
+	t.Run("UploadURLsDieWithTheirUpload", func(t *testing.T) {
+		ctx, b := setup(t)
+		data := Bytes(1000)
+		size := int64(len(data))
+
+		// Completed: the URL writes nothing more, the object stays what was committed.
+		k := Key()
+		id, u, headers := Open(t, b, k, size)
+		resp, body := Put(t, u, headers, data, size)
+		require.True(t, ok(resp), "PUT answered %d: %s", resp.StatusCode, body)
+		require.NoError(t, b.CompleteUpload(ctx, k, id))
+		fresh, _, err := b.PresignPut(ctx, k, id, size, time.Minute)
+		require.NoError(t, err, "minting needs no store round trip; using it is refused")
+		for _, url := range []string{u, fresh} {
+			resp, body = Put(t, url, headers, Bytes(1000), size)
+			require.True(t, resp.StatusCode >= 400 && resp.StatusCode < 500, "PUT after completion answered %d: %s", resp.StatusCode, body)
+		}
+		require.Equal(t, data, read(t, b, k))
+		require.ErrorIs(t, b.CompleteUpload(ctx, k, id), domain.ErrNotFound)
+
+		// Aborted before any bytes, and after some: nothing lands, ever.
+		for _, putFirst := range []bool{false, true} {
+			k := Key()
+			id, u, headers := Open(t, b, k, size)
+			if putFirst {
+				resp, body := Put(t, u, headers, data, size)
+				require.True(t, ok(resp), "PUT answered %d: %s", resp.StatusCode, body)
+			}
+			require.NoError(t, b.AbortUpload(ctx, k, id))
+			require.NoError(t, b.AbortUpload(ctx, k, id), "aborting twice is not an error")
+			resp, body := Put(t, u, headers, Bytes(1000), size)
+			require.True(t, resp.StatusCode >= 400 && resp.StatusCode < 500, "PUT after abort answered %d: %s", resp.StatusCode, body)
+			require.ErrorIs(t, b.CompleteUpload(ctx, k, id), domain.ErrNotFound)
+			_, err := b.Stat(ctx, k)
+			require.ErrorIs(t, err, domain.ErrNotFound)
+		}
+	})
+
+	t.Run("DownloadURLServesNothingNewAfterDelete", func(t *testing.T) {
+		ctx, b := setup(t)
+		k, data := Key(), Bytes(500)
+		id, u, headers := Open(t, b, k, 500)
+		resp, body := Put(t, u, headers, data, 500)
+		require.True(t, ok(resp), "PUT answered %d: %s", resp.StatusCode, body)
+		require.NoError(t, b.CompleteUpload(ctx, k, id))
+		gu, err := b.PresignGet(ctx, k, time.Minute, domain.Download{})
+		require.NoError(t, err)
+
+		require.NoError(t, b.Delete(ctx, k))
+		resp, body = Put(t, u, headers, Bytes(500), 500)
+		require.True(t, resp.StatusCode >= 400 && resp.StatusCode < 500, "PUT after delete answered %d: %s", resp.StatusCode, body)
+		resp, body = Get(t, gu, "")
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "the old download URL serves nothing: %s", body)
+		_, err = b.Stat(ctx, k)
+		require.ErrorIs(t, err, domain.ErrNotFound)
+	})
+
+	t.Run("MintedURLsDiffer", func(t *testing.T) {
+		ctx, b, mp, k, id := openMultipart(t)
+		p1, err := mp.PresignPart(ctx, k, id, 1, 100, time.Minute)
+		require.NoError(t, err)
+		p2, err := mp.PresignPart(ctx, k, id, 1, 100, time.Minute)
+		require.NoError(t, err)
+		require.NotEqual(t, p1, p2, "a re-minted part URL is a new URL")
+		u1, _, err := b.PresignPut(ctx, k, id, 100, time.Minute)
+		require.NoError(t, err)
+		u2, _, err := b.PresignPut(ctx, k, id, 100, time.Minute)
+		require.NoError(t, err)
+		require.NotEqual(t, u1, u2)
+		// Both work: the nonce is signed, not a new rule.
+		e1 := PutPart(t, mp, k, id, 1, Bytes(100))
+		resp, body := Put(t, p2, nil, Bytes(100), 100)
+		require.True(t, ok(resp), "%d: %s", resp.StatusCode, body)
+		require.NotEqual(t, normalize(e1), normalize(resp.Header.Get("ETag")))
 	})
 
 	t.Run("PresignedURLsForUnusualKeys", func(t *testing.T) {
@@ -148,12 +241,12 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 			Key() + "/a=b&c=d?e#f",
 		} {
 			data := Bytes(100)
-			u, headers, err := b.PresignPut(ctx, k, 100, time.Minute)
-			require.NoError(t, err)
+			id, u, headers := Open(t, b, k, 100)
 			resp, body := Put(t, u, headers, data, 100)
 			require.True(t, ok(resp), "PUT %q answered %d: %s", k, resp.StatusCode, body)
+			require.NoError(t, b.CompleteUpload(ctx, k, id))
 			require.Equal(t, data, read(t, b, k))
-			gu, err := b.PresignGet(ctx, k, time.Minute, "")
+			gu, err := b.PresignGet(ctx, k, time.Minute, domain.Download{})
 			require.NoError(t, err)
 			resp, body = Get(t, gu, "")
 			require.Equal(t, http.StatusOK, resp.StatusCode, "GET %q: %s", k, body)
@@ -174,31 +267,42 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 			"MissingLength": {Bytes(size), -1}, // chunked
 		} {
 			k := Key()
-			u, headers, err := b.PresignPut(ctx, k, size, time.Minute)
-			require.NoError(t, err)
+			id, u, headers := Open(t, b, k, size)
 			resp, body := Put(t, u, headers, tc.body, tc.length)
 			require.False(t, ok(resp), "%s: PUT answered %d: %s", name, resp.StatusCode, body)
-			_, err = b.Stat(ctx, k)
+			require.ErrorIs(t, b.CompleteUpload(ctx, k, id), domain.ErrNoBytes, "%s: nothing staged", name)
+			_, err := b.Stat(ctx, k)
 			require.ErrorIs(t, err, domain.ErrNotFound, "%s: nothing stored", name)
 		}
 	})
 
 	t.Run("ExpiredURLsRefused", func(t *testing.T) {
-		t.Parallel() // it sleeps
-		ctx, b := setup(t)
+		t.Parallel() // it may wait for real time to pass
+		ctx, be := setupBackend(t)
+		b := be.Blobs
 		k, stored := Key(), Key()
 		data := Bytes(100)
 		require.NoError(t, b.Put(ctx, stored, bytes.NewReader(data), int64(len(data))))
-		pu, headers, err := b.PresignPut(ctx, k, int64(len(data)), time.Second)
+		id, err := b.CreateUpload(ctx, k)
 		require.NoError(t, err)
-		gu, err := b.PresignGet(ctx, stored, time.Second, "")
+		pu, headers, err := b.PresignPut(ctx, k, id, int64(len(data)), time.Second)
 		require.NoError(t, err)
-		time.Sleep(2500 * time.Millisecond)
+		gu, err := b.PresignGet(ctx, stored, time.Second, domain.Download{})
+		require.NoError(t, err)
+		if be.Advance != nil {
+			be.Advance(2 * time.Second)
+		} else {
+			// The store keeps real time: wait until it refuses the GET URL, minted after the
+			// PUT URL with the same lifetime. A GET changes nothing, so it can be polled.
+			require.Eventually(t, func() bool {
+				resp, _ := Get(t, gu, "")
+				return resp.StatusCode == http.StatusForbidden
+			}, 30*time.Second, 100*time.Millisecond, "the GET URL never expired")
+		}
 
 		resp, body := Put(t, pu, headers, data, int64(len(data)))
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
-		_, err = b.Stat(ctx, k)
-		require.ErrorIs(t, err, domain.ErrNotFound)
+		require.ErrorIs(t, b.CompleteUpload(ctx, k, id), domain.ErrNoBytes, "nothing staged")
 		resp, body = Get(t, gu, "")
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
 	})
@@ -209,20 +313,18 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		size := int64(len(data))
 
 		k := Key()
-		u, headers, err := b.PresignPut(ctx, k, size, time.Minute)
-		require.NoError(t, err)
+		id, u, headers := Open(t, b, k, size)
 		resp, body := Put(t, FlipSignature(t, u), headers, data, size)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "flipped signature: %s", body)
 		resp, body = Put(t, FlipKey(t, u), headers, data, size)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "flipped key: %s", body)
-		_, err = b.Stat(ctx, k)
-		require.ErrorIs(t, err, domain.ErrNotFound)
+		require.ErrorIs(t, b.CompleteUpload(ctx, k, id), domain.ErrNoBytes)
 
 		// A download URL is good for its object only.
 		a, other := Key(), Key()
 		require.NoError(t, b.Put(ctx, a, bytes.NewReader(data), size))
 		require.NoError(t, b.Put(ctx, other, bytes.NewReader(data), size))
-		gu, err := b.PresignGet(ctx, a, time.Minute, "")
+		gu, err := b.PresignGet(ctx, a, time.Minute, domain.Download{})
 		require.NoError(t, err)
 		resp, body = Get(t, FlipSignature(t, gu), "")
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "flipped signature: %s", body)
@@ -234,7 +336,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		ctx, b := setup(t)
 		k, data := Key(), Bytes(1000)
 		require.NoError(t, b.Put(ctx, k, bytes.NewReader(data), int64(len(data))))
-		gu, err := b.PresignGet(ctx, k, time.Minute, "")
+		gu, err := b.PresignGet(ctx, k, time.Minute, domain.Download{})
 		require.NoError(t, err)
 
 		resp, body := Get(t, gu, "bytes=100-199")
@@ -251,20 +353,23 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		require.Equal(t, http.StatusPartialContent, resp.StatusCode)
 		require.Equal(t, data[995:], body)
 
-		resp, _ = Get(t, gu, "bytes=5000-")
-		require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.StatusCode)
+		resp, body = Get(t, gu, "bytes=5000-")
+		require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.StatusCode, "%s", body)
 	})
 
 	t.Run("DownloadName", func(t *testing.T) {
 		ctx, b := setup(t)
 		k, data := Key(), Bytes(10)
 		require.NoError(t, b.Put(ctx, k, bytes.NewReader(data), int64(len(data))))
-		for _, name := range []string{"report.pdf", `résumé "final"; 100%.pdf`, "日本語 ファイル.txt", `back\slash,comma.bin`} {
-			gu, err := b.PresignGet(ctx, k, time.Minute, name)
+		for i, name := range []string{"report.pdf", `résumé "final"; 100%.pdf`, "日本語 ファイル.txt", `back\slash,comma.bin`} {
+			// The type served is the one given, whatever the name says.
+			ct := []string{"image/png", "application/pdf", "text/plain; charset=utf-8", "application/octet-stream"}[i]
+			gu, err := b.PresignGet(ctx, k, time.Minute, domain.Download{Name: name, ContentType: ct})
 			require.NoError(t, err)
 			resp, body := Get(t, gu, "")
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 			require.Equal(t, data, body)
+			require.Equal(t, ct, resp.Header.Get("Content-Type"))
 			disp, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
 			require.NoError(t, err, "Content-Disposition %q", resp.Header.Get("Content-Disposition"))
 			require.Equal(t, "attachment", disp)
@@ -279,6 +384,8 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		for i, p := range parts {
 			etags[i] = PutPart(t, mp, k, id, i+1, p)
 		}
+		lateURL, err := mp.PresignPart(ctx, k, id, 4, 1000, time.Minute)
+		require.NoError(t, err)
 
 		// Resume: a fresh URL for part 2 and new bytes replace the stored part.
 		oldETag := etags[1]
@@ -314,6 +421,10 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 
 		_, err = mp.ListParts(ctx, k, id)
 		require.ErrorIs(t, err, domain.ErrNotFound, "the parts are gone after completion")
+		// The part URLs died with the upload: nothing lands, the object stays.
+		resp, body := Put(t, lateURL, nil, Bytes(1000), 1000)
+		require.True(t, resp.StatusCode >= 400 && resp.StatusCode < 500, "a part after completion answered %d: %s", resp.StatusCode, body)
+		require.True(t, bytes.Equal(want, read(t, b, k)), "the object is unchanged")
 	})
 
 	t.Run("MultipartCompleteChecksParts", func(t *testing.T) {
@@ -338,7 +449,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 	})
 
 	t.Run("MultipartPartSizeEnforced", func(t *testing.T) {
-		ctx, _, mp, k, id := openMultipart(t)
+		ctx, b, mp, k, id := openMultipart(t)
 		u, err := mp.PresignPart(ctx, k, id, 1, 1000, time.Minute)
 		require.NoError(t, err)
 		resp, body := Put(t, u, nil, Bytes(1001), 1001)
@@ -348,7 +459,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		listed, err := mp.ListParts(ctx, k, id)
 		require.NoError(t, err)
 		require.Empty(t, listed)
-		require.NoError(t, mp.AbortMultipart(ctx, k, id))
+		require.NoError(t, b.AbortUpload(ctx, k, id))
 	})
 
 	t.Run("MultipartAbort", func(t *testing.T) {
@@ -357,7 +468,7 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		late, err := mp.PresignPart(ctx, k, id, 2, 100, time.Minute)
 		require.NoError(t, err)
 
-		require.NoError(t, mp.AbortMultipart(ctx, k, id))
+		require.NoError(t, b.AbortUpload(ctx, k, id))
 		_, err = mp.ListParts(ctx, k, id)
 		require.ErrorIs(t, err, domain.ErrNotFound)
 		resp, body := Put(t, late, nil, Bytes(100), 100)
@@ -366,8 +477,18 @@ func Run(t *testing.T, newBlobs func(t *testing.T) domain.Blobs) {
 		require.Error(t, err)
 		_, err = b.Stat(ctx, k)
 		require.ErrorIs(t, err, domain.ErrNotFound)
-		require.NoError(t, mp.AbortMultipart(ctx, k, id), "aborting twice is not an error")
+		require.NoError(t, b.AbortUpload(ctx, k, id), "aborting twice is not an error")
 	})
+}
+
+// Open opens a staged upload of key and mints its single-PUT URL.
+func Open(t *testing.T, b domain.Blobs, key string, size int64) (uploadID, url string, headers map[string]string) {
+	t.Helper()
+	id, err := b.CreateUpload(context.Background(), key)
+	require.NoError(t, err)
+	u, h, err := b.PresignPut(context.Background(), key, id, size, time.Minute)
+	require.NoError(t, err)
+	return id, u, h
 }
 
 // PutPart mints a URL for one part, PUTs it and returns the ETag the store answered.

@@ -305,9 +305,23 @@ func family(f domain.Format) formatFamily {
 	return familyOther
 }
 
+// corruptedMessages are what a client reads when a file's structure cannot be read, by
+// kind of file. The parser's own words (`page tree: pageDict: missing "Count"`) mean
+// nothing to a person and name internals: they go to the error's cause, for the logs.
+var corruptedMessages = map[string]string{
+	"PDF":             "the PDF is damaged or incomplete: its structure cannot be read",
+	"image":           "the image is damaged or incomplete: its header cannot be read",
+	"office document": "the office document is damaged or incomplete: its contents cannot be read",
+	"file":            "the file is damaged or incomplete and cannot be read",
+}
+
 // corrupted returns the corrupted_file error for a file whose structure cannot be read.
-func corrupted(kind string, err error) error {
-	return &domain.Error{Code: domain.CodeCorruptedFile, Message: fmt.Sprintf("the %s cannot be read: %v", kind, err)}
+func corrupted(kind string, cause error) error {
+	msg, ok := corruptedMessages[kind]
+	if !ok {
+		msg = corruptedMessages["file"]
+	}
+	return &domain.Error{Code: domain.CodeCorruptedFile, Message: msg, Cause: cause}
 }
 
 // Specs declares the operation the engine serves.

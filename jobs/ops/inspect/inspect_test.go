@@ -82,6 +82,15 @@ func requireCode(t *testing.T, err error, code string, msgAndArgs ...any) {
 	t.Helper()
 	require.Error(t, err, msgAndArgs...)
 	require.Equal(t, code, domain.ErrorCode(err), "error: %v", err)
+	if code == domain.CodeCorruptedFile {
+		// A person reads it: one of our sentences, never the parser's words.
+		msg := domain.AsError(err).Message
+		ours := strings.Contains(msg, "entries; at most")
+		for _, m := range inspect.CorruptedMessages {
+			ours = ours || msg == m
+		}
+		require.True(t, ours, "corrupted_file message %q is not one of ours", msg)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -858,7 +867,7 @@ func TestOffice(t *testing.T) {
 		}
 		_, _, err := runErr(t, eng, "many.docx", zipBytes(t, parts...), "")
 		requireCode(t, err, domain.CodeCorruptedFile)
-		require.Contains(t, err.Error(), "10002 zip entries")
+		require.Contains(t, err.Error(), "holds 10002 entries")
 
 		_, _, err = runErr(t, inspect.New(inspect.Config{MaxZipEntries: 3}), "small.docx", docx(t), "")
 		requireCode(t, err, domain.CodeCorruptedFile)

@@ -31,7 +31,7 @@ func (e *Engine) inspectOffice(ctx context.Context, src source, f domain.Format)
 		return nil, err
 	}
 	if n > uint64(e.cfg.MaxZipEntries) {
-		return nil, corrupted("office document", fmt.Errorf("%d zip entries (at most %d)", n, e.cfg.MaxZipEntries))
+		return nil, tooManyEntries(n, e.cfg.MaxZipEntries)
 	}
 	zr, err := zip.NewReader(src.f, src.size)
 	// Entry names are only looked up here, never used as paths: "insecure" ones are fine.
@@ -39,7 +39,7 @@ func (e *Engine) inspectOffice(ctx context.Context, src source, f domain.Format)
 		return nil, corrupted("office document", err)
 	}
 	if len(zr.File) > e.cfg.MaxZipEntries {
-		return nil, corrupted("office document", fmt.Errorf("%d zip entries (at most %d)", len(zr.File), e.cfg.MaxZipEntries))
+		return nil, tooManyEntries(len(zr.File), e.cfg.MaxZipEntries)
 	}
 	o := &officeReader{ctx: ctx, maxBytes: e.cfg.MaxXMLBytes, parts: map[string]*zip.File{}, rep: &OfficeReport{}}
 	for _, zf := range zr.File {
@@ -444,4 +444,10 @@ func utf16le(s string) []byte {
 		b = append(b, c, 0)
 	}
 	return b
+}
+
+// tooManyEntries refuses a container with more entries than are read.
+func tooManyEntries[N int | uint64](n N, limit int) error {
+	return &domain.Error{Code: domain.CodeCorruptedFile,
+		Message: fmt.Sprintf("the office document holds %d entries; at most %d are read", n, limit)}
 }
