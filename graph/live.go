@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-		"strings"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
