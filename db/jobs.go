@@ -54,13 +54,28 @@ func (s *Store) UpdateJobProgress(ctx context.Context, id string, attempts, prog
 	return n == 1, nil
 }
 
-// FindStaleQueuedJobs returns up to limit jobs still queued that were created before a
-// moment, oldest first.
-func (s *Store) FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*domain.Job, error) {
-	return findAll[domain.Job](ctx, s.r(), "stale queued jobs", func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("state = ?", domain.JobQueued).Where("created_at < ?", before).
-			Order("created_at", "id").Limit(orBatch(limit))
+// FindJobsToRedrive returns, by id, up to q.Limit jobs after q.After that may have lost
+// their way to a worker: queued ones created before q.QueuedBefore, and running ones
+// whose lease ran out before q.LeaseBefore (or that have none).
+func (s *Store) FindJobsToRedrive(ctx context.Context, q domain.RedriveQuery) ([]*domain.Job, error) {
+	return findAll[domain.Job](ctx, s.r(), "jobs to redrive", func(sq *bun.SelectQuery) *bun.SelectQuery {
+		// The state list is written out so the planner sees ix_jobs_active_id applies.
+		return sq.Where("state IN ('queued', 'running')").Where("id > ?", q.After).WhereGroup(" AND ", func(sq *bun.SelectQuery) *bun.SelectQuery {
+			return sq.Where("state = ? AND created_at < ?", domain.JobQueued, q.QueuedBefore).
+				WhereOr("state = ? AND (lease_expires_at IS NULL OR lease_expires_at < ?)", domain.JobRunning, q.LeaseBefore)
+		}).Order("id").Limit(orBatch(q.Limit))
 	})
+}
+
+// RenewJobLease moves the lease of a job still running in the given attempt to until;
+// false when the job is no longer there (finished, or taken by another worker).
+func (s *Store) RenewJobLease(ctx context.Context, id string, attempts int, until time.Time) (bool, error) {
+	n, err := affected(s.w().NewUpdate().Model((*domain.Job)(nil)).Set("lease_expires_at = ?", until.UTC()).
+		Where("id = ?", id).Where("state = ?", domain.JobRunning).Where("attempts = ?", attempts).Exec(ctx))
+	if err != nil {
+		return false, fmt.Errorf("lease of job %s: %w", id, err)
+	}
+	return n == 1, nil
 }
 
 // FindBatchByID returns the batch, or domain.ErrNotFound.

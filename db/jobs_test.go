@@ -49,7 +49,7 @@ func TestJobs(t *testing.T) {
 			j := newJob(tn.prj, domain.EnvLive)
 			require.NoError(t, s.CreateJob(ctx, j))
 			run := *j
-			run.State, run.Attempts, run.StartedAt = domain.JobRunning, 1, ptr(now())
+			run.State, run.Attempts, run.StartedAt, run.LeaseExpiresAt = domain.JobRunning, 1, ptr(now()), ptr(now().Add(time.Minute))
 			require.NoError(t, s.TransitionJob(ctx, &domain.JobTransition{Job: &run, FromState: domain.JobQueued}))
 			cancel := *j
 			cancel.State = domain.JobCancelled
@@ -222,16 +222,45 @@ func TestJobQueries(t *testing.T) {
 			require.Equal(t, 1, active(tn.prj, domain.EnvTest))
 			require.Zero(t, active(createProject(t, s, tn.org.ID, "idle"), domain.EnvLive))
 		})
-		t.Run("StaleQueued", func(t *testing.T) {
-			got, err := s.FindStaleQueuedJobs(ctx, base.Add(150*time.Second), 10)
+		t.Run("ToRedriveAndLeases", func(t *testing.T) {
+			past, future := now().Add(-time.Second), now().Add(time.Hour)
+			lapsed := mk(tn.prj, domain.EnvLive, domain.JobRunning, "", base)
+			leased := mk(tn.prj, domain.EnvLive, domain.JobRunning, "", base)
+			for j, until := range map[*domain.Job]time.Time{lapsed: past, leased: future} {
+				ok, err := s.RenewJobLease(ctx, j.ID, 0, until)
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			all := domain.RedriveQuery{QueuedBefore: base.Add(150 * time.Second), LeaseBefore: now(), Limit: 10}
+			got, err := s.FindJobsToRedrive(ctx, all)
 			require.NoError(t, err)
-			require.Equal(t, []string{f1.ID, q2.ID, t1.ID}, ids(got, jobID), "queued only, oldest first, every tenant")
-			got, err = s.FindStaleQueuedJobs(ctx, now().Add(time.Minute), 2)
+			require.Equal(t, []string{q2.ID, r1.ID, t1.ID, f1.ID, lapsed.ID}, ids(got, jobID),
+				"by id: queued before the moment, running with a lapsed or no lease, every tenant")
+			page := all
+			page.Limit = 2
+			got, err = s.FindJobsToRedrive(ctx, page)
 			require.NoError(t, err)
-			require.Equal(t, []string{f1.ID, q2.ID}, ids(got, jobID))
-			got, err = s.FindStaleQueuedJobs(ctx, base, 10)
+			require.Equal(t, []string{q2.ID, r1.ID}, ids(got, jobID))
+			page.After = r1.ID
+			got, err = s.FindJobsToRedrive(ctx, page)
 			require.NoError(t, err)
-			require.Empty(t, got, "created_at < before")
+			require.Equal(t, []string{t1.ID, f1.ID}, ids(got, jobID))
+
+			ok, err := s.RenewJobLease(ctx, lapsed.ID, 0, future)
+			require.NoError(t, err)
+			require.True(t, ok)
+			ok, err = s.RenewJobLease(ctx, lapsed.ID, 1, future)
+			require.NoError(t, err)
+			require.False(t, ok, "another attempt's lease is not this one's")
+			ok, err = s.RenewJobLease(ctx, q1.ID, 0, future)
+			require.NoError(t, err)
+			require.False(t, ok, "only running jobs hold a lease")
+			got, err = s.FindJobsToRedrive(ctx, all)
+			require.NoError(t, err)
+			require.Equal(t, []string{q2.ID, r1.ID, t1.ID, f1.ID}, ids(got, jobID), "a renewed lease holds")
+			found, err := s.FindJobByID(ctx, lapsed.ID)
+			require.NoError(t, err)
+			require.WithinDuration(t, future, *found.LeaseExpiresAt, time.Millisecond)
 		})
 	})
 }

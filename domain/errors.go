@@ -1,8 +1,12 @@
 package domain
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 )
 
 // Error codes of the /v1 contract (interface.md section 7). The REST door maps each to
@@ -100,6 +104,17 @@ func (e *Error) Error() string {
 	return s
 }
 
+// Unavailable is the dependency_unavailable error: message is the plain sentence a
+// client sees, cause the details for the log. It is marked ErrUnavailable.
+func Unavailable(message string, cause error) *Error {
+	if cause == nil {
+		cause = ErrUnavailable
+	} else if !errors.Is(cause, ErrUnavailable) {
+		cause = fmt.Errorf("%w: %w", ErrUnavailable, cause)
+	}
+	return &Error{Code: CodeDependencyUnavailable, Message: message, Cause: cause}
+}
+
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
@@ -154,4 +169,34 @@ var (
 	// was moved from (another worker or a cancel moved it first); nothing was written.
 	ErrStaleJob  = errors.New("job moved since it was read")
 	ErrDuplicate = errors.New("duplicate")
+	// ErrNotRun marks an attempt at a job that ended without running it, for a reason of
+	// the moment: the store could not be reached, or another worker's claim on the job
+	// still holds. The queue tries again later and the attempt does not count.
+	ErrNotRun = errors.New("the job did not run")
+	// ErrUnavailable marks a failure to reach a dependency (the store, the queue,
+	// storage, the work directory): nothing was done, and the same call may succeed later.
+	ErrUnavailable = errors.New("dependency unavailable")
 )
+
+// IsUnreachable reports whether err says a server could not be reached or went away
+// mid-call: marked ErrUnavailable, or a network error, a refused or reset connection, a
+// connection the driver found broken. It reads the error only; it does not ask the
+// server.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -397,6 +398,9 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 	if next.Artifacts == nil {
 		next.Artifacts = []*Artifact{}
 	}
+	if next.Terminal() {
+		next.LeaseExpiresAt = nil
+	}
 	e, err := NewEvent(event, next.OrganizationID, next.ProjectID, next.Environment, next.FileID, next.View(), now)
 	if err != nil {
 		return err
@@ -419,8 +423,10 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 // already finished): acknowledge it.
 var ErrJobSkipped = errors.New("job is not runnable")
 
-// ClaimJob moves a queued job to running (or takes back a running job whose worker
-// died: its task came back after the lease), counting the attempt.
+// ClaimJob moves a queued job to running under a lease (or takes over a running job
+// whose lease ran out: its worker died or lost the store), counting the attempt. A
+// running job whose lease holds is another worker's: ErrNotRun. A job claimed
+// Config.MaxJobClaims times already fails instead (ErrJobSkipped).
 func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 	j, err := s.Store.FindJobByID(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -433,8 +439,21 @@ func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 		return nil, ErrJobSkipped
 	}
 	now := s.Clock.Now()
+	if j.State == JobRunning && j.LeaseExpiresAt != nil && now.Before(*j.LeaseExpiresAt) {
+		return nil, fmt.Errorf("job %s: %w: another worker's claim holds until %s", id, ErrNotRun, j.LeaseExpiresAt.Format(time.RFC3339))
+	}
+	if j.Attempts >= s.Config.MaxJobClaims {
+		// Its attempts keep ending without an outcome (the worker killed, most likely by
+		// the job itself): another would end the same way.
+		err := s.FailJob(ctx, j, &Error{Code: CodeInternal, Message: "the job stopped its worker repeatedly and was given up"})
+		if err != nil && !errors.Is(err, ErrJobSkipped) {
+			return nil, err
+		}
+		return nil, ErrJobSkipped
+	}
+	lease := now.Add(s.Config.JobLease)
 	next := *j
-	next.State, next.Attempts = JobRunning, j.Attempts+1
+	next.State, next.Attempts, next.LeaseExpiresAt = JobRunning, j.Attempts+1, &lease
 	if next.StartedAt == nil {
 		next.StartedAt = &now
 	}
@@ -475,7 +494,11 @@ func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact,
 	if op == nil {
 		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "this deployment does not know the job's operation"}
 	}
-	dir, err := os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
+	err = os.MkdirAll(tmpRoot, 0o700)
+	var dir string
+	if err == nil {
+		dir, err = os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
+	}
 	if err != nil {
 		return nil, 0, scratchUnavailable(err)
 	}
@@ -586,7 +609,10 @@ func (s *Jobs) fetchInput(ctx context.Context, j *Job, f *File, path string) (En
 		if errors.Is(err, ErrNotFound) {
 			return EngineFile{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("the bytes of file %s are gone", f.ID)}
 		}
-		return EngineFile{}, &Error{Code: CodeDependencyUnavailable, Message: "the file could not be read from storage; the job will be tried again"}
+		// The cause names paths and hosts (a full work directory, an unreachable
+		// store): it is for the log, never for the client.
+		return EngineFile{}, Unavailable("the file could not be copied from storage to the worker; the job will be tried again",
+			fmt.Errorf("copy file %s to the work directory: %w", f.ID, err))
 	}
 	return EngineFile{FileID: f.ID, Path: path, Filename: SafeName(f.Filename), Format: f.Format(), ByteSize: f.ByteSize, Pages: f.Pages}, nil
 }
@@ -662,7 +688,8 @@ func (s *Jobs) storeArtifact(ctx context.Context, j *Job, f *File, ea EngineArti
 	a.StorageKey = ArtifactKey(f, a.ID)
 	h := newHashingReader(fh)
 	if err := s.Blobs.Put(ctx, a.StorageKey, h, st.Size()); err != nil {
-		return nil, &Error{Code: CodeDependencyUnavailable, Message: "storing an artifact failed: " + err.Error()}
+		return nil, Unavailable("a result of the job could not be written to storage",
+			fmt.Errorf("store artifact %s of job %s: %w", a.ID, j.ID, err))
 	}
 	a.SHA256 = h.Sum()
 	return a, nil
@@ -732,33 +759,160 @@ func Retryable(err error) bool {
 	return !slices.Contains(NonRetryable, ErrorCode(err))
 }
 
-// ProcessJob is the whole of one attempt: claim, run, settle. final says whether this
-// is the last attempt the queue will make; a retryable failure on an earlier attempt is
-// returned for the queue to retry, with the job still running.
+// ProcessJob is the whole of one attempt: claim, run under a lease it keeps renewing,
+// settle. final says whether this is the last attempt the queue will make; a retryable
+// failure on an earlier attempt is returned for the queue to retry, with the job still
+// running. An attempt the store's absence cut short did not run the job: its error
+// wraps ErrNotRun, and it neither fails the job nor counts as one of its attempts.
 func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) error {
 	j, err := s.ClaimJob(ctx, id)
 	if err != nil {
-		return err
+		return s.notRun(ctx, err)
 	}
-	arts, cost, runErr := s.RunJob(ctx, j, tmpRoot)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopLease := s.keepLease(runCtx, j, cancel)
+	arts, cost, runErr := s.RunJob(runCtx, j, tmpRoot)
+	stopLease()
+	if errors.Is(context.Cause(runCtx), errLeaseLost) {
+		// Another worker took the job over: the outcome is its to record.
+		s.discardArtifacts(ctx, arts)
+		return ErrJobSkipped
+	}
 	if runErr == nil {
-		err := s.SettleJob(context.WithoutCancel(ctx), j, arts, cost)
-		if err != nil && !errors.Is(err, ErrJobSkipped) {
-			return err
-		}
+		retried, err := s.record(ctx, func(ctx context.Context) error { return s.SettleJob(ctx, j, arts, cost) })
 		if errors.Is(err, ErrJobSkipped) {
-			s.discardArtifacts(ctx, arts)
+			// Settled by another attempt, or by this one when the store committed a write
+			// whose answer was lost: then the artifacts are the job's.
+			if !retried || !s.settledWith(ctx, j.ID, arts) {
+				s.discardArtifacts(ctx, arts)
+			}
+			return nil
+		}
+		if err != nil {
+			if !retried {
+				// A write tried again may have been committed the first time: in doubt,
+				// the bytes stay.
+				s.discardArtifacts(ctx, arts)
+			}
+			s.releaseLease(ctx, j)
+			return s.notRun(ctx, err)
 		}
 		return nil
 	}
 	s.discardArtifacts(ctx, arts)
+	if AsError(runErr) == nil && s.unreachable(ctx, runErr) {
+		s.releaseLease(ctx, j)
+		return fmt.Errorf("%w: %w", ErrNotRun, runErr)
+	}
 	if Retryable(runErr) && !final {
+		s.releaseLease(ctx, j)
 		return runErr
 	}
-	if err := s.FailJob(context.WithoutCancel(ctx), j, runErr); err != nil && !errors.Is(err, ErrJobSkipped) {
-		return err
+	_, err = s.record(ctx, func(ctx context.Context) error { return s.FailJob(ctx, j, runErr) })
+	if err != nil && !errors.Is(err, ErrJobSkipped) {
+		return s.notRun(ctx, err)
 	}
 	return nil
+}
+
+// releaseLease ends j's lease as its attempt ends without an outcome, so the retry
+// need not wait for it to run out. Best effort: a lease left behind runs out anyway.
+func (s *Jobs) releaseLease(ctx context.Context, j *Job) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, _ = s.Store.RenewJobLease(ctx, j.ID, j.Attempts, s.Clock.Now())
+}
+
+// errLeaseLost ends a run whose job another worker took over.
+var errLeaseLost = errors.New("the job's lease passed to another worker")
+
+// keepLease renews j's lease every third of Config.JobLease until stop is called, and
+// cancels the run with errLeaseLost when the job is found taken over. A renewal the store
+// does not answer is tried again at the next tick: the lease outlasts two misses.
+func (s *Jobs) keepLease(ctx context.Context, j *Job, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(s.Config.JobLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			ok, err := s.Store.RenewJobLease(ctx, j.ID, j.Attempts, s.Clock.Now().Add(s.Config.JobLease))
+			if err == nil && !ok {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// recordPatience is how long an attempt that ran keeps trying to record its outcome
+// while the store cannot be reached: the work is done, and running it again would only
+// repeat it.
+const recordPatience = time.Minute
+
+// record writes an attempt's outcome, trying again every second while the store cannot
+// be reached, for up to recordPatience. retried says whether a write was tried again:
+// the one before may have been committed with its answer lost.
+func (s *Jobs) record(ctx context.Context, write func(ctx context.Context) error) (retried bool, err error) {
+	ctx = context.WithoutCancel(ctx)
+	deadline := time.Now().Add(recordPatience)
+	for {
+		err = write(ctx)
+		if err == nil || AsError(err) != nil || !s.unreachable(ctx, err) || time.Now().After(deadline) {
+			return retried, err
+		}
+		retried = true
+		time.Sleep(time.Second)
+	}
+}
+
+// settledWith reports whether the job's stored artifacts are arts (or it has none to
+// check): in doubt, yes, since deleting the bytes of a settled job loses its result,
+// while keeping unused ones only costs space.
+func (s *Jobs) settledWith(ctx context.Context, jobID string, arts []*Artifact) bool {
+	if len(arts) == 0 {
+		return true
+	}
+	stored, err := s.Store.FindArtifactsByJob(context.WithoutCancel(ctx), jobID)
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(stored, func(a *Artifact) bool { return a.ID == arts[0].ID })
+}
+
+// notRun marks err as ErrNotRun when it came from a store that cannot be reached; errors
+// of the job itself pass unchanged.
+func (s *Jobs) notRun(ctx context.Context, err error) error {
+	if errors.Is(err, ErrNotRun) || errors.Is(err, ErrJobSkipped) || AsError(err) != nil || !s.unreachable(ctx, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotRun, err)
+}
+
+// unreachable reports whether err came from a store that cannot be reached: by the
+// error's own words, or, for an error that says nothing of the kind (a server shutting
+// down answers in its own words), by the store failing a ping now.
+func (s *Jobs) unreachable(ctx context.Context, err error) bool {
+	if IsUnreachable(err) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	return s.Store.Ping(ctx) != nil
 }
 
 func (s *Jobs) discardArtifacts(ctx context.Context, arts []*Artifact) {
@@ -767,17 +921,44 @@ func (s *Jobs) discardArtifacts(ctx context.Context, arts []*Artifact) {
 	}
 }
 
-// RequeueStale enqueues queued jobs older than age again: their task may have been lost
-// between commit and enqueue, or with an embedded Redis that restarted.
-func (s *Jobs) RequeueStale(ctx context.Context, age time.Duration, limit int) (int, error) {
-	js, err := s.Store.FindStaleQueuedJobs(ctx, s.Clock.Now().Add(-age), limit)
-	if err != nil {
-		return 0, err
-	}
-	for _, j := range js {
-		if err := s.Queue.EnqueueJob(ctx, s.task(j)); err != nil {
-			return 0, err
+// redrivePage is how many jobs the sweep reads at once.
+const redrivePage = 500
+
+// RedriveLost makes sure every job that may have lost its way to a worker will run:
+// queued jobs older than grace, and running jobs whose lease ran out. For each, the
+// queue re-drives its task: enqueues one where there is none (lost with Redis, or
+// never enqueued), runs again one archived or completed while the job is unfinished
+// (its attempts ended without an outcome), and leaves alone one waiting or running. It
+// goes through every such job, page by page, so any number is re-driven in one run, and
+// returns how many it re-drove. Running it in several processes at once is safe: each
+// step is idempotent.
+func (s *Jobs) RedriveLost(ctx context.Context, grace time.Duration) (int, error) {
+	now := s.Clock.Now()
+	q := RedriveQuery{QueuedBefore: now.Add(-grace), LeaseBefore: now, Limit: redrivePage}
+	n := 0
+	var errs []error
+	for {
+		js, err := s.Store.FindJobsToRedrive(ctx, q)
+		if err != nil {
+			return n, errors.Join(append(errs, err)...)
 		}
+		for _, j := range js {
+			ok, err := s.Queue.RedriveJob(ctx, s.task(j))
+			if err != nil {
+				// One job's trouble must not hold back the others; a queue that is
+				// down fails them all, and the next run starts over.
+				if errs = append(errs, err); len(errs) >= 10 {
+					return n, errors.Join(errs...)
+				}
+				continue
+			}
+			if ok {
+				n++
+			}
+		}
+		if len(js) < q.Limit {
+			return n, errors.Join(errs...)
+		}
+		q.After = js[len(js)-1].ID
 	}
-	return len(js), nil
 }

@@ -300,7 +300,10 @@ type Job struct {
 	CreatedAt       time.Time       `bun:"created_at,notnull"`
 	StartedAt       *time.Time      `bun:"started_at"`
 	FinishedAt      *time.Time      `bun:"finished_at"`
-	Artifacts       []*Artifact     `bun:"-"`
+	// LeaseExpiresAt is when a running job's worker must have renewed its claim by;
+	// after it, the job counts as lost and another worker may take it. Never shown.
+	LeaseExpiresAt *time.Time  `bun:"lease_expires_at"`
+	Artifacts      []*Artifact `bun:"-"`
 }
 
 // Terminal reports whether the job will not change state again.

@@ -49,6 +49,14 @@ type WebhookEndpointFilter struct {
 	Page
 }
 
+// RedriveQuery selects one page of the jobs the sweep checks, by id.
+type RedriveQuery struct {
+	QueuedBefore time.Time
+	LeaseBefore  time.Time
+	After        string // the last id of the previous page; "" for the first
+	Limit        int
+}
+
 // AdmissionQuery asks what admitting jobs on some files depends on.
 type AdmissionQuery struct {
 	OrganizationID string
@@ -215,8 +223,13 @@ type Store interface {
 	// UpdateJobProgress sets the progress of a job still running in the given attempt;
 	// false when it is not.
 	UpdateJobProgress(ctx context.Context, id string, attempts, progress int) (bool, error)
-	// FindStaleQueuedJobs returns queued jobs created before a moment, oldest first.
-	FindStaleQueuedJobs(ctx context.Context, before time.Time, limit int) ([]*Job, error)
+	// FindJobsToRedrive returns, by id, jobs after q.After that may have lost their way
+	// to a worker: queued ones created before q.QueuedBefore, running ones whose lease ran
+	// out before q.LeaseBefore or that have none.
+	FindJobsToRedrive(ctx context.Context, q RedriveQuery) ([]*Job, error)
+	// RenewJobLease moves the lease of a job still running in the given attempt; false
+	// when it is no longer running in that attempt.
+	RenewJobLease(ctx context.Context, id string, attempts int, until time.Time) (bool, error)
 
 	FindBatchByID(ctx context.Context, id string) (*Batch, error)
 
@@ -325,6 +338,10 @@ type JobTask struct {
 // Queue hands work to workers. Enqueueing the same task id twice is harmless.
 type Queue interface {
 	EnqueueJob(ctx context.Context, t JobTask) error
+	// RedriveJob makes sure the task of an unfinished job will run: it enqueues one
+	// when there is none, runs again one that was archived or completed, and leaves one
+	// waiting or running alone. It reports whether it did anything.
+	RedriveJob(ctx context.Context, t JobTask) (bool, error)
 	Ping(ctx context.Context) error
 }
 

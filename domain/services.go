@@ -21,6 +21,14 @@ type Config struct {
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
 	AuthCacheTTL time.Duration
+	// JobLease is how long a worker's claim on a running job holds without being
+	// renewed; the worker renews it every third of it. A job whose lease ran out lost its
+	// worker: the sweep hands it to another, and no other worker takes it before.
+	JobLease time.Duration
+	// MaxJobClaims bounds how often a job may be claimed, attempts cut short by a killed
+	// worker or an outage included; a job claimed that often fails instead of stopping
+	// another worker.
+	MaxJobClaims int
 	// JobTimeout bounds one attempt of an operation that has no timeout of its own in
 	// OperationTimeouts; a preset's attempt gets the sum of its steps'.
 	JobTimeout        time.Duration
@@ -50,6 +58,8 @@ func DefaultConfig() Config {
 		IdempotencyTTL:          24 * time.Hour,
 		MaxWebhookEndpoints:     20,
 		AuthCacheTTL:            time.Second,
+		JobLease:                30 * time.Second,
+		MaxJobClaims:            10,
 		JobTimeout:              10 * time.Minute,
 	}
 }
@@ -69,6 +79,10 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
+	case c.JobLease != 0 && (c.JobLease < time.Second || c.JobLease > time.Hour):
+		return errors.New("FILEMILL_JOB_LEASE must be between 1s and 1h")
+	case c.MaxJobClaims < 0:
+		return errors.New("MaxJobClaims must not be negative")
 	case c.JobTimeout < 0:
 		return errors.New("FILEMILL_JOB_TIMEOUT must not be negative")
 	}
@@ -117,6 +131,13 @@ type Deps struct {
 func NewServices(cfg Config, d Deps) *Services {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
+	}
+	def := DefaultConfig()
+	if cfg.JobLease == 0 {
+		cfg.JobLease = def.JobLease
+	}
+	if cfg.MaxJobClaims == 0 {
+		cfg.MaxJobClaims = def.MaxJobClaims
 	}
 	store, clock := d.Store, d.Clock
 	s := &Services{Config: cfg, Store: store, Clock: clock}

@@ -40,6 +40,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, open func(t *testing.T) str
 
 // bundle is what a worker test needs.
 type bundle struct {
+	url   string
 	opt   asynq.RedisConnOpt
 	queue *jobs.Queue
 	insp  *asynq.Inspector
@@ -54,7 +55,7 @@ func setup(t *testing.T, redisURL string) *bundle {
 	t.Cleanup(func() { q.Close() })
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { insp.Close() })
-	return &bundle{opt: opt, queue: q, insp: insp, logs: &syncBuffer{}}
+	return &bundle{url: redisURL, opt: opt, queue: q, insp: insp, logs: &syncBuffer{}}
 }
 
 // fastConfig makes retries and polling quick enough for tests.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -15,15 +14,13 @@ import (
 )
 
 // RegisterTasks wires the job runner and the periodic sweeps into a worker server.
-// tmpDir holds each job's scratch directory (removed after the job).
+// tmpDir holds each job's scratch directory (removed after the job). The sweeps run
+// on the sweep queue; the job sweep every ServerConfig.SweepInterval.
 func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Logger) {
 	w.Handle(TypeJobRun, asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var p JobRunPayload
 		if err := json.Unmarshal(t.Payload(), &p); err != nil {
 			return fmt.Errorf("%w: bad payload: %v", asynq.SkipRetry, err)
-		}
-		if err := os.MkdirAll(tmpDir, 0o700); err != nil {
-			return err
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
@@ -47,8 +44,10 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	task := func(run func(ctx context.Context) error) asynq.Handler {
 		return asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error { return run(ctx) })
 	}
-	w.Handle(TypeSweepQueuedJobs, task(sweep("queued_jobs", func(ctx context.Context) (int, error) {
-		return svc.Jobs.RequeueStale(ctx, time.Minute, 500)
+	// A queued job younger than this is left alone: its task is being enqueued.
+	grace := min(5*time.Second, w.cfg.SweepInterval)
+	w.Handle(TypeSweepJobs, task(sweep("jobs", func(ctx context.Context) (int, error) {
+		return svc.Jobs.RedriveLost(ctx, grace)
 	})))
 	w.Handle(TypeSweepUploads, task(sweep("uploads", func(ctx context.Context) (int, error) {
 		return svc.Uploads.SweepExpired(ctx, 500)
@@ -62,7 +61,7 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 			log.Warn("sweep failed", "sweep", "work_dir", "error", err.Error())
 		}
 	})
-	w.Periodic("@every 1m", asynq.NewTask(TypeSweepQueuedJobs, nil))
+	w.Periodic("@every "+w.cfg.SweepInterval.String(), asynq.NewTask(TypeSweepJobs, nil))
 	w.Periodic("@every 5m", asynq.NewTask(TypeSweepUploads, nil))
 	w.Periodic("@every 10m", asynq.NewTask(TypeSweepIdempotency, nil))
 }

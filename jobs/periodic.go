@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -32,9 +33,10 @@ type periodicEntry struct {
 // "@every 1m". "@every" periods are aligned to the clock (every minute on the minute),
 // so all worker processes agree on them. A bad spec is reported by Start.
 //
-// The enqueued task is retried by the next period, not by asynq: it gets MaxRetry(0),
-// its period's task id and a retention of one period, overriding the task's own options
-// of those kinds. Register before Start.
+// The enqueued task goes to the sweep queue, served by workers of its own, and is
+// retried by the next period, not by asynq: it gets MaxRetry(0), its period's task id
+// and a retention of one period, overriding the task's own options of those kinds.
+// Register before Start.
 func (s *Server) Periodic(cronspec string, task *asynq.Task) {
 	e := &periodicEntry{spec: cronspec, task: task}
 	e.sched, e.err = cron.ParseStandard(cronspec)
@@ -76,7 +78,7 @@ func (s *Server) enqueuePeriodic(ctx context.Context, e *periodicEntry, at time.
 	enqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := s.client.EnqueueContext(enqCtx, e.task,
-		asynq.TaskID(id), asynq.MaxRetry(0), asynq.Retention(period))
+		asynq.TaskID(id), asynq.Queue(SweepQueueName), asynq.MaxRetry(0), asynq.Retention(period))
 	switch {
 	case err == nil:
 		s.log.Debug("periodic task enqueued", "task_type", e.task.Type(), "task_id", id)
@@ -85,7 +87,8 @@ func (s *Server) enqueuePeriodic(ctx context.Context, e *periodicEntry, at time.
 	case ctx.Err() != nil:
 		// Shutting down.
 	default:
-		s.log.Warn("periodic task not enqueued", "task_type", e.task.Type(), "task_id", id, "error", err.Error())
+		s.repeated.Log(ctx, slog.LevelWarn, "periodic:"+e.task.Type(), "periodic task not enqueued",
+			"task_type", e.task.Type(), "task_id", id, "error", err.Error())
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -17,8 +18,9 @@ import (
 const (
 	// TypeJobRun runs one job (an operation or a preset on a file).
 	TypeJobRun = "job:run"
-	// TypeSweepQueuedJobs re-enqueues queued jobs whose task went missing.
-	TypeSweepQueuedJobs = "sweep:queued_jobs"
+	// TypeSweepJobs re-drives jobs that lost their way to a worker: queued or running
+	// jobs whose task went missing or was archived, running jobs whose lease ran out.
+	TypeSweepJobs = "sweep:jobs"
 	// TypeSweepUploads expires upload sessions past their deadline.
 	TypeSweepUploads = "sweep:uploads"
 	// TypeSweepIdempotency deletes expired idempotency records.
@@ -27,6 +29,14 @@ const (
 
 // DefaultQueueName is the asynq queue jobs go to.
 const DefaultQueueName = "default"
+
+// asynqQueuesKey is the Redis set in which asynq registers its queues.
+const asynqQueuesKey = "asynq:queues"
+
+// SweepQueueName is the queue of the periodic sweeps. A worker serves it apart from the
+// job queues, with workers of its own, so a sweep never waits behind a backlog of jobs or
+// for a job to free a worker.
+const SweepQueueName = "sweeps"
 
 // JobRunPayload is the payload of a TypeJobRun task.
 type JobRunPayload struct {
@@ -77,9 +87,10 @@ func (c QueueConfig) Validate() error {
 
 // Queue hands jobs to workers through asynq. It implements domain.Queue.
 type Queue struct {
-	cfg    QueueConfig
-	rdb    redis.UniversalClient
-	client *asynq.Client
+	cfg       QueueConfig
+	rdb       redis.UniversalClient
+	client    *asynq.Client
+	inspector *asynq.Inspector
 }
 
 var _ domain.Queue = (*Queue)(nil)
@@ -99,7 +110,8 @@ func NewQueueWithConfig(opt asynq.RedisConnOpt, cfg QueueConfig) (*Queue, error)
 		return nil, err
 	}
 	rdb := newRedisClient(opt)
-	return &Queue{cfg: cfg, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb)}, nil
+	return &Queue{cfg: cfg, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb),
+		inspector: asynq.NewInspectorFromRedisClient(rdb)}, nil
 }
 
 // EnqueueJob queues the job's task on the queue of its engines, with its deadline
@@ -107,27 +119,96 @@ func NewQueueWithConfig(opt asynq.RedisConnOpt, cfg QueueConfig) (*Queue, error)
 // queued, running or recently finished does nothing and is not an error: the task id
 // is the job id.
 func (q *Queue) EnqueueJob(ctx context.Context, t domain.JobTask) error {
+	if _, err := q.enqueue(ctx, t); err != nil {
+		return err
+	}
+	return nil
+}
+
+// enqueue queues the job's task; false when a task with its id already exists.
+func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	if t.JobID == "" {
-		return errors.New("enqueue job: empty job id")
+		return false, errors.New("enqueue job: empty job id")
 	}
-	queue, timeout := t.Queue, t.Timeout
-	if queue == "" {
-		queue = q.cfg.Name
-	}
+	timeout := t.Timeout
 	if timeout <= 0 {
 		timeout = q.cfg.JobTimeout
 	}
 	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(t.JobID),
 		asynq.TaskID(t.JobID),
-		asynq.Queue(queue),
+		asynq.Queue(q.queueOf(t)),
 		asynq.MaxRetry(q.cfg.MaxRetry),
 		asynq.Timeout(timeout),
 		asynq.Retention(q.cfg.Retention),
 	)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue job %s: %w", t.JobID, err)
+	switch {
+	case errors.Is(err, asynq.ErrTaskIDConflict):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("enqueue job %s: %w", t.JobID, err)
 	}
-	return nil
+	return true, nil
+}
+
+// queueOf is the queue of a job's task: its engines', or the configured one.
+func (q *Queue) queueOf(t domain.JobTask) string {
+	if t.Queue != "" {
+		return t.Queue
+	}
+	return q.cfg.Name
+}
+
+// RedriveJob makes sure the task of an unfinished job will run. The task is looked for
+// in the job's own queue first, then in every other queue Redis knows (a job whose
+// engines moved to another queue since it was enqueued is found where it was put):
+//   - none (lost with Redis, or the enqueue after the job's write failed): enqueued
+//     on the job's queue;
+//   - archived (its attempts ran out without an outcome: a worker killed, or the store
+//     gone, on its last attempt) or completed (its attempt ended without one): run
+//     again, keeping its retry count, so attempts that counted stay counted and an
+//     exhausted task gets exactly one more, whose failure fails the job;
+//   - pending, scheduled, retrying or active: left alone.
+//
+// It reports whether it enqueued or ran a task. Two callers at once are safe: the
+// enqueue is by task id, and running a task again moves it once.
+func (q *Queue) RedriveJob(ctx context.Context, t domain.JobTask) (bool, error) {
+	known, err := q.inspector.Queues()
+	if err != nil {
+		return false, fmt.Errorf("redrive job %s: %w", t.JobID, err)
+	}
+	own := q.queueOf(t)
+	if !slices.Contains(known, own) {
+		// asynq registers a queue in Redis on a client's first enqueue only; a Redis
+		// that restarted empty forgot it, and the Inspector cannot see into a queue it
+		// does not know. Register it again.
+		if err := q.rdb.SAdd(ctx, asynqQueuesKey, own).Err(); err != nil {
+			return false, fmt.Errorf("redrive job %s: register queue %s: %w", t.JobID, own, err)
+		}
+	}
+	queues := append([]string{own}, slices.DeleteFunc(known, func(name string) bool { return name == own })...)
+	for _, name := range queues {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		info, err := q.inspector.GetTaskInfo(name, t.JobID)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("redrive job %s: %w", t.JobID, err)
+		}
+		if info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted {
+			return false, nil
+		}
+		if err := q.inspector.RunTask(name, t.JobID); err != nil {
+			if now, err2 := q.inspector.GetTaskInfo(name, t.JobID); err2 == nil && now.State != info.State {
+				return false, nil // another sweep ran it first
+			}
+			return false, fmt.Errorf("redrive job %s: run %s task: %w", t.JobID, info.State, err)
+		}
+		return true, nil
+	}
+	return q.enqueue(ctx, t)
 }
 
 // Ping checks that Redis answers.

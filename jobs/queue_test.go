@@ -3,10 +3,12 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
@@ -82,7 +84,80 @@ func TestQueue(t *testing.T) {
 			defer s.Shutdown()
 			depth, err = s.QueueDepth(ctx)
 			require.NoError(t, err)
-			require.Equal(t, map[string]int{"default": 3, "webhooks": 0}, depth)
+			require.Equal(t, map[string]int{"default": 3, "webhooks": 0, jobs.SweepQueueName: 0}, depth,
+				"the server's queues, the sweeps' own included")
+		})
+
+		t.Run("RedriveJob", func(t *testing.T) {
+			b := setup(t, open(t))
+			state := func(queue, id string) asynq.TaskState {
+				t.Helper()
+				info, err := b.insp.GetTaskInfo(queue, id)
+				require.NoError(t, err)
+				return info.State
+			}
+			redrive := func(id string, want bool) {
+				t.Helper()
+				did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: id})
+				require.NoError(t, err)
+				require.Equal(t, want, did, id)
+			}
+
+			redrive("job_01MISSING", true)
+			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01MISSING"), "a missing task is enqueued")
+			redrive("job_01MISSING", false) // pending: left alone
+
+			// An archived task runs again with its retry count: what was spent stays spent.
+			_, err := asynq.NewClient(b.opt).Enqueue(jobs.NewJobRunTask("job_01ARCHIVED"), asynq.MaxRetry(2))
+			require.NoError(t, err)
+			require.NoError(t, b.insp.ArchiveTask(jobs.DefaultQueueName, "job_01ARCHIVED"))
+			redrive("job_01ARCHIVED", true)
+			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01ARCHIVED"))
+
+			// A missing task is enqueued on the job's own queue.
+			did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01ENGINEQ", Queue: "engine:pdf"})
+			require.NoError(t, err)
+			require.True(t, did)
+			require.Equal(t, asynq.TaskStatePending, state("engine:pdf", "job_01ENGINEQ"))
+
+			// A task found in any queue counts, not only the job's own.
+			_, err = asynq.NewClient(b.opt).Enqueue(jobs.NewJobRunTask("job_01ELSEWHERE"), asynq.Queue("pdf"))
+			require.NoError(t, err)
+			require.NoError(t, b.insp.ArchiveTask("pdf", "job_01ELSEWHERE"))
+			redrive("job_01ELSEWHERE", true)
+			require.Equal(t, asynq.TaskStatePending, state("pdf", "job_01ELSEWHERE"))
+			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01ELSEWHERE")
+			require.ErrorIs(t, err, asynq.ErrTaskNotFound, "not enqueued a second time elsewhere")
+
+			// Redis restarts empty: the queue's client still believes its queue
+			// registered, and a task it enqueues then gets archived.
+			opts, err := redis.ParseURL(b.url)
+			require.NoError(t, err)
+			rdb := redis.NewClient(opts)
+			defer rdb.Close()
+			require.NoError(t, rdb.FlushDB(ctx).Err())
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01AFTERRESTART"}))
+			_, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01AFTERRESTART")
+			require.ErrorIs(t, err, asynq.ErrQueueNotFound, "the queue is not registered again")
+			require.NoError(t, rdb.SAdd(ctx, "asynq:queues", jobs.DefaultQueueName).Err())
+			require.NoError(t, b.insp.ArchiveTask(jobs.DefaultQueueName, "job_01AFTERRESTART"))
+			require.NoError(t, rdb.SRem(ctx, "asynq:queues", jobs.DefaultQueueName).Err())
+			redrive("job_01AFTERRESTART", true)
+			require.Equal(t, asynq.TaskStatePending, state(jobs.DefaultQueueName, "job_01AFTERRESTART"))
+		})
+
+		t.Run("RedriveJobRunsACompletedTaskAgain", func(t *testing.T) {
+			b := setup(t, open(t))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01DONE"}))
+			var runs atomic.Int32
+			b.server(t, fastConfig(), func(s *jobs.Server) {
+				s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error { runs.Add(1); return nil }))
+			})
+			b.waitState(t, "job_01DONE", asynq.TaskStateCompleted)
+			did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01DONE"})
+			require.NoError(t, err)
+			require.True(t, did)
+			require.Eventually(t, func() bool { return runs.Load() == 2 }, 10*time.Second, 10*time.Millisecond)
 		})
 	})
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/logging"
 )
 
 // ServerConfig sets how a worker process runs tasks. Zero fields take their defaults.
@@ -36,6 +38,17 @@ type ServerConfig struct {
 	// DelayedTaskCheckInterval is how often tasks due for a retry are moved back to
 	// their queue (asynq: 5s); a retry runs up to this much later than its delay.
 	DelayedTaskCheckInterval time.Duration
+	// NotRunRetryDelay is when an attempt that did not run its job (domain.ErrNotRun:
+	// the store unreachable, another worker's lease) is tried again; it does not count
+	// as an attempt (default 2s).
+	NotRunRetryDelay time.Duration
+	// SweepInterval is how often the job sweep looks for jobs that lost their way to a
+	// worker (default 30s): a job lost in an outage runs again at most about this long
+	// after the outage ends.
+	SweepInterval time.Duration
+	// LogRepeatInterval: a failure that repeats (a dependency down) is logged once per
+	// interval with a count (default 10s).
+	LogRepeatInterval time.Duration
 	// Pools are further sets of queues, each served with a concurrency of its own
 	// beside Queues: the engines' queues, so that slow work in one cannot take the
 	// slots of another.
@@ -58,6 +71,9 @@ func DefaultServerConfig() ServerConfig {
 		RetryDelayFunc:           ExponentialBackoff(2*time.Second, 5, 10*time.Minute),
 		TaskCheckInterval:        10 * time.Millisecond,
 		DelayedTaskCheckInterval: 5 * time.Second,
+		NotRunRetryDelay:         2 * time.Second,
+		SweepInterval:            30 * time.Second,
+		LogRepeatInterval:        10 * time.Second,
 	}
 }
 
@@ -82,6 +98,15 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.DelayedTaskCheckInterval == 0 {
 		c.DelayedTaskCheckInterval = d.DelayedTaskCheckInterval
 	}
+	if c.NotRunRetryDelay == 0 {
+		c.NotRunRetryDelay = d.NotRunRetryDelay
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = d.SweepInterval
+	}
+	if c.LogRepeatInterval == 0 {
+		c.LogRepeatInterval = d.LogRepeatInterval
+	}
 	return c
 }
 
@@ -96,8 +121,17 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("worker TaskCheckInterval: %s is negative", c.TaskCheckInterval)
 	case c.DelayedTaskCheckInterval < 0:
 		return fmt.Errorf("worker DelayedTaskCheckInterval: %s is negative", c.DelayedTaskCheckInterval)
+	case c.NotRunRetryDelay < 0:
+		return fmt.Errorf("worker NotRunRetryDelay: %s is negative", c.NotRunRetryDelay)
+	case c.SweepInterval < time.Second || c.SweepInterval > time.Hour:
+		return fmt.Errorf("worker SweepInterval: %s is not between 1s and 1h", c.SweepInterval)
+	case c.LogRepeatInterval < 0:
+		return fmt.Errorf("worker LogRepeatInterval: %s is negative", c.LogRepeatInterval)
 	}
 	for name, prio := range c.Queues {
+		if name == SweepQueueName {
+			return fmt.Errorf("worker Queues: %q is the sweeps' own queue, served apart", name)
+		}
 		if name == "" || prio < 1 {
 			return fmt.Errorf("worker Queues: %q needs a name and a priority of at least 1 (has %d)", name, prio)
 		}
@@ -107,6 +141,9 @@ func (c ServerConfig) Validate() error {
 			return fmt.Errorf("worker pool %s: needs queues and a concurrency of at least 1 (has %d)", p.Name, p.Concurrency)
 		}
 		for name, prio := range p.Queues {
+			if name == SweepQueueName {
+				return fmt.Errorf("worker pool %s: %q is the sweeps' own queue, served apart", p.Name, name)
+			}
 			if name == "" || prio < 1 {
 				return fmt.Errorf("worker pool %s: queue %q needs a name and a priority of at least 1", p.Name, name)
 			}
@@ -133,9 +170,11 @@ type Server struct {
 	cfg       ServerConfig
 	cfgErr    error
 	log       *slog.Logger
+	repeated  *logging.Repeated // failures that repeat while a dependency is down
 	rdb       redis.UniversalClient
-	srv       *asynq.Server
-	pools     []*asynq.Server
+	srv       *asynq.Server   // the job queues of Queues
+	pools     []*asynq.Server // the job queues of each Pool
+	sweeps    *asynq.Server   // the sweep queue, with workers of its own
 	mux       *asynq.ServeMux
 	client    *asynq.Client
 	inspector *asynq.Inspector
@@ -156,31 +195,51 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 		logger = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, cfgErr: cfg.Validate(), log: logger, mux: asynq.NewServeMux()}
+	s := &Server{cfg: cfg, cfgErr: cfg.Validate(), log: logger, mux: asynq.NewServeMux(),
+		repeated: logging.NewRepeated(logger, cfg.LogRepeatInterval)}
 	s.rdb = newRedisClient(opt)
 	s.client = asynq.NewClientFromRedisClient(s.rdb)
 	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
 	s.mux.Use(SkipNonRetryable)
-	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues)
+	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues, cfg.TaskCheckInterval)
 	for _, p := range cfg.Pools {
-		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues))
+		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues, cfg.TaskCheckInterval))
 	}
+	// Sweeps are few and short; two workers of their own keep one from waiting for
+	// another, and a poll of 200 ms is prompt enough for a task fired every few seconds.
+	s.sweeps = s.newAsynq(2, map[string]int{SweepQueueName: 1}, max(cfg.TaskCheckInterval, 200*time.Millisecond))
 	return s
 }
 
-func (s *Server) newAsynq(concurrency int, queues map[string]int) *asynq.Server {
+func (s *Server) newAsynq(concurrency int, queues map[string]int, poll time.Duration) *asynq.Server {
 	cfg := s.cfg
 	return asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
 		Concurrency:              concurrency,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		Queues:                   queues,
-		RetryDelayFunc:           cfg.RetryDelayFunc,
-		TaskCheckInterval:        cfg.TaskCheckInterval,
+		RetryDelayFunc:           notRunDelay(cfg.RetryDelayFunc, cfg.NotRunRetryDelay),
+		IsFailure:                isFailure,
+		TaskCheckInterval:        poll,
 		DelayedTaskCheckInterval: cfg.DelayedTaskCheckInterval,
 		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
-		Logger:                   asynqLogger{s.log},
+		Logger:                   asynqLogger{l: s.log, repeated: s.repeated},
 		LogLevel:                 asynqLevel(s.log),
 	})
+}
+
+// isFailure tells asynq whether a task's error counts as a failed attempt: an attempt
+// that did not run its job (domain.ErrNotRun) does not.
+func isFailure(err error) bool { return !errors.Is(err, domain.ErrNotRun) }
+
+// notRunDelay spaces the retries of attempts that did not run evenly, whatever the
+// retry count: they wait for a dependency to come back, not for a job to stop failing.
+func notRunDelay(next asynq.RetryDelayFunc, d time.Duration) asynq.RetryDelayFunc {
+	return func(n int, err error, t *asynq.Task) time.Duration {
+		if errors.Is(err, domain.ErrNotRun) {
+			return d
+		}
+		return next(n, err, t)
+	}
 }
 
 // Handle routes tasks of one type to h. Register every type before Start.
@@ -209,6 +268,13 @@ func (s *Server) Start() error {
 			s.srv.Shutdown()
 			return fmt.Errorf("start worker pool %s: %w", s.cfg.Pools[i].Name, err)
 		}
+	}
+	if err := s.sweeps.Start(s.mux); err != nil {
+		for _, started := range s.pools {
+			started.Shutdown()
+		}
+		s.srv.Shutdown()
+		return fmt.Errorf("start sweep server: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -242,7 +308,7 @@ func (s *Server) Shutdown() {
 		s.wg.Wait()
 		// The pools stop together, so their running tasks share one shutdown timeout.
 		var wg sync.WaitGroup
-		for _, p := range append([]*asynq.Server{s.srv}, s.pools...) {
+		for _, p := range append([]*asynq.Server{s.srv, s.sweeps}, s.pools...) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -285,6 +351,9 @@ func (s *Server) QueueDepth(ctx context.Context) (map[string]int, error) {
 				depth[q] = 0
 			}
 		}
+	}
+	if _, ok := depth[SweepQueueName]; !ok {
+		depth[SweepQueueName] = 0
 	}
 	return depth, nil
 }
@@ -361,6 +430,19 @@ func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	queue, _ := asynq.GetQueueName(ctx)
 	final := retried >= maxRetry || errors.Is(err, asynq.SkipRetry) || errors.Is(err, asynq.RevokeTask)
+	if errors.Is(err, domain.ErrNotRun) {
+		// The store is down, and every attempt says so: one line per interval. An
+		// archived task is run again by the job sweep.
+		s.repeated.Log(context.WithoutCancel(ctx), slog.LevelWarn, "not_run:"+t.Type(), "task did not run its job",
+			"task_type", t.Type(), "task_id", id, "queue", queue, "error", err.Error())
+		return
+	}
+	if queue == SweepQueueName {
+		// A sweep fails each period while what it sweeps is down; the next one tries again.
+		s.repeated.Log(context.WithoutCancel(ctx), slog.LevelWarn, "sweep_failed:"+t.Type(), "sweep failed",
+			"task_type", t.Type(), "task_id", id, "error", err.Error())
+		return
+	}
 	level := slog.LevelWarn
 	if final {
 		level = slog.LevelError
@@ -371,11 +453,23 @@ func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
 		"error", err.Error())
 }
 
-// asynqLogger sends asynq's own log lines to slog.
-type asynqLogger struct{ l *slog.Logger }
+// asynqLogger sends asynq's own log lines to slog. Warnings and errors go through
+// repeated, keyed by their first words: while Redis is down asynq reports the same
+// failure every second from each of its loops.
+type asynqLogger struct {
+	l        *slog.Logger
+	repeated *logging.Repeated
+}
 
 func (a asynqLogger) log(level slog.Level, args []any) {
-	a.l.Log(context.Background(), level, fmt.Sprint(args...), "component", "asynq")
+	msg := fmt.Sprint(args...)
+	if level < slog.LevelWarn {
+		a.l.Log(context.Background(), level, msg, "component", "asynq")
+		return
+	}
+	words := strings.Fields(msg)
+	key := "asynq:" + strings.Join(words[:min(3, len(words))], " ")
+	a.repeated.Log(context.Background(), level, key, msg, "component", "asynq")
 }
 
 func (a asynqLogger) Debug(args ...any) { a.log(slog.LevelDebug, args) }

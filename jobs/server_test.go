@@ -164,6 +164,27 @@ func TestServer(t *testing.T) {
 			require.Equal(t, 0, info.Retried, "handed back, not counted as a failure")
 		})
 
+		t.Run("AttemptsThatDidNotRunDoNotCount", func(t *testing.T) {
+			b := setup(t, open(t))
+			var runs atomic.Int32
+			cfg := fastConfig()
+			cfg.NotRunRetryDelay = 10 * time.Millisecond
+			b.server(t, cfg, func(s *jobs.Server) {
+				s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
+					if runs.Add(1) <= 5 { // more than the task's 3 attempts
+						return fmt.Errorf("claim: %w: dial tcp: connection refused", domain.ErrNotRun)
+					}
+					return nil
+				}))
+			})
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01OUTAGE"}))
+			info := b.waitState(t, "job_01OUTAGE", asynq.TaskStateCompleted)
+			require.EqualValues(t, 6, runs.Load())
+			require.Zero(t, info.Retried, "none counted")
+			require.Equal(t, 1, strings.Count(b.logs.String(), "task did not run its job"),
+				"logged once per interval, with a count: %s", b.logs.String())
+		})
+
 		t.Run("PeriodicFiresOncePerPeriodAcrossWorkers", func(t *testing.T) {
 			b := setup(t, open(t))
 			var mu sync.Mutex

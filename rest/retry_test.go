@@ -2,9 +2,12 @@ package rest_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,21 +85,166 @@ func TestRetries(t *testing.T) {
 		defer insp.Close()
 		require.NoError(t, insp.DeleteTask(domain.QueueName([]string{"inspect"}), id), "the task is lost")
 
-		n, err := b.svc.Jobs.RequeueStale(context.Background(), 0, 100)
+		n, err := b.svc.Jobs.RedriveLost(context.Background(), 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		info, err := insp.GetTaskInfo(domain.QueueName([]string{"inspect"}), id)
 		require.NoError(t, err, "the task is back under the job's id")
 		require.Equal(t, id, info.ID)
+		n, err = b.svc.Jobs.RedriveLost(context.Background(), 0)
+		require.NoError(t, err)
+		require.Zero(t, n, "a pending task is left alone")
 
-		w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1,
-			Pools: jobs.EnginePools(b.svc.Jobs.Registry, b.svc.Jobs.Engines, func(string) int { return 1 })},
-			slog.New(slog.NewTextHandler(io.Discard, nil)))
-		jobs.RegisterTasks(w, b.svc, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-		require.NoError(t, w.Start())
-		defer w.Shutdown()
+		startWorker(t, b)
 		require.Equal(t, "succeeded", b.waitJob(b.liveA, id)["state"])
 	})
+
+	t.Run("ArchivedTaskOfAnUnfinishedJobRunsAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		before := b.account(b.orgA.Organization.ID)
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		id := r.json(t)["id"].(string)
+		insp := asynq.NewInspector(b.redisOpt)
+		defer insp.Close()
+		// As asynq does when a task's attempts ran out without the job's outcome written.
+		require.NoError(t, insp.ArchiveTask(inspectQueue, id))
+
+		n, err := b.svc.Jobs.RedriveLost(context.Background(), 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		info, err := insp.GetTaskInfo(inspectQueue, id)
+		require.NoError(t, err)
+		require.Equal(t, asynq.TaskStatePending, info.State)
+
+		startWorker(t, b)
+		j := b.waitJob(b.liveA, id)
+		require.Equal(t, "succeeded", j["state"])
+		require.EqualValues(t, 1, j["attempts"])
+		after := b.account(b.orgA.Organization.ID)
+		require.Zero(t, after.Reserved)
+		require.Equal(t, before.Balance-after.Balance, after.Used-before.Used, "charged once")
+	})
+
+	t.Run("RunningJobWhoseLeaseRanOutIsTakenOver", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, setupOpts{cfg: func(c *domain.Config) { c.JobLease = time.Second }})
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		id := r.json(t)["id"].(string)
+		ctx := context.Background()
+		// A worker claims the job and dies with it; its task is lost with Redis.
+		_, err := b.svc.Jobs.ClaimJob(ctx, id)
+		require.NoError(t, err)
+		insp := asynq.NewInspector(b.redisOpt)
+		defer insp.Close()
+		require.NoError(t, insp.DeleteTask(inspectQueue, id))
+
+		_, err = b.svc.Jobs.ClaimJob(ctx, id)
+		require.ErrorIs(t, err, domain.ErrNotRun, "nobody takes a job whose lease holds")
+		require.Eventually(t, func() bool {
+			n, err := b.svc.Jobs.RedriveLost(ctx, 0)
+			require.NoError(t, err)
+			return n == 1
+		}, 10*time.Second, 50*time.Millisecond, "re-driven once its lease ran out")
+
+		startWorker(t, b)
+		j := b.waitJob(b.liveA, id)
+		require.Equal(t, "succeeded", j["state"])
+		require.EqualValues(t, 2, j["attempts"], "the dead worker's claim, then the new one")
+		require.Zero(t, b.account(b.orgA.Organization.ID).Reserved)
+	})
+
+	t.Run("ASettlementWhoseAnswerWasLostKeepsItsResult", func(t *testing.T) {
+		t.Parallel()
+		st := &answerLostStore{}
+		b := setup(t, setupOpts{worker: true, store: func(s domain.Store) domain.Store { st.Store = s; return st }})
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		id := r.json(t)["id"].(string)
+		j := b.waitJob(b.liveA, id)
+		require.Equal(t, "succeeded", j["state"])
+		require.True(t, st.lost.Load())
+		arts, err := b.store.FindArtifactsByJob(context.Background(), id)
+		require.NoError(t, err)
+		require.Len(t, arts, 1)
+		_, err = b.blobs.Stat(context.Background(), arts[0].StorageKey)
+		require.NoError(t, err, "the settled job's result is still stored")
+	})
+
+	t.Run("AttemptsTheStoreCouldNotAnswerDoNotCount", func(t *testing.T) {
+		t.Parallel()
+		// Every claim fails five times, more than the three attempts a job has, and then
+		// the outcome fails to be written twice: as when the database is down.
+		st := &unreachableStore{}
+		st.claims.Store(5)
+		st.settles.Store(2)
+		b := setup(t, setupOpts{worker: true, store: func(s domain.Store) domain.Store { st.Store = s; return st }})
+		file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+		before := b.account(b.orgA.Organization.ID)
+		r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "inspect"})
+		require.Equal(t, 202, r.status, string(r.body))
+		j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+		require.Equal(t, "succeeded", j["state"], "%v", j)
+		require.EqualValues(t, 1, j["attempts"])
+		require.Negative(t, st.claims.Load(), "every claim fault was met")
+		require.Negative(t, st.settles.Load(), "every settlement fault was met")
+		after := b.account(b.orgA.Organization.ID)
+		require.Zero(t, after.Reserved)
+		require.Equal(t, before.Balance-after.Balance, after.Used-before.Used, "charged once")
+	})
+}
+
+// answerLostStore commits the first settlement, then answers as if the connection broke
+// before the answer came.
+type answerLostStore struct {
+	domain.Store
+	lost atomic.Bool
+}
+
+func (s *answerLostStore) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
+	err := s.Store.TransitionJob(ctx, t)
+	if err == nil && t.Job.State == domain.JobSucceeded && s.lost.CompareAndSwap(false, true) {
+		return fmt.Errorf("write: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+	}
+	return err
+}
+
+// unreachableStore fails its first claims and settlements the way a database that is
+// down fails them.
+type unreachableStore struct {
+	domain.Store
+	claims, settles atomic.Int32
+}
+
+func (s *unreachableStore) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
+	n := &s.settles
+	if t.Job.State == domain.JobRunning {
+		n = &s.claims
+	}
+	if n.Add(-1) >= 0 {
+		return fmt.Errorf("write: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+	}
+	n.Store(-1)
+	return s.Store.TransitionJob(ctx, t)
+}
+
+// inspectQueue is the queue of inspect jobs.
+var inspectQueue = domain.QueueName([]string{"inspect"})
+
+// startWorker runs a worker on b's queue until the test ends.
+func startWorker(t *testing.T, b *bundle) {
+	t.Helper()
+	w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1,
+		Pools: jobs.EnginePools(b.svc.Jobs.Registry, b.svc.Jobs.Engines, func(string) int { return 1 })},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	jobs.RegisterTasks(w, b.svc, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Shutdown)
 }
 
 // pagedEngine reports progress the way a page-wise engine does, one step at a time when

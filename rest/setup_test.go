@@ -113,8 +113,9 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	if o.worker {
 		// Retries come quickly here; their spacing is the jobs package's concern.
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
-			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
-			Pools:          jobs.EnginePools(reg, engines, func(string) int { return 4 })},
+			RetryDelayFunc:   func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
+			NotRunRetryDelay: 50 * time.Millisecond,
+			Pools:            jobs.EnginePools(reg, engines, func(string) int { return 4 })},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
 		require.NoError(t, w.Start())

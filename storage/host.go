@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,7 +129,7 @@ func (l *Local) receive(w http.ResponseWriter, r *http.Request, size int64, sum 
 		wr, err = l.writeTemp(r.Body, size+1, nil)
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the bytes")
+		l.answerWriteFailed(w, fmt.Errorf("receive %s: %w", r.URL.Path, err))
 		return nil
 	}
 	switch {
@@ -183,7 +184,7 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, g grant) {
 		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
 		return
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the bytes")
+		l.answerWriteFailed(w, fmt.Errorf("place %s: %w", g.key, err))
 		return
 	}
 	syncDir(dir)
@@ -212,11 +213,19 @@ func (l *Local) servePart(w http.ResponseWriter, r *http.Request, g grant) {
 			writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
 			return
 		}
-		writeError(w, http.StatusInternalServerError, domain.CodeInternal, "could not store the part")
+		l.answerWriteFailed(w, fmt.Errorf("store part %d of %s: %w", g.part, g.key, err))
 		return
 	}
 	w.Header().Set("ETag", `"`+md5hex+`"`)
 	w.WriteHeader(http.StatusOK)
+}
+
+// answerWriteFailed answers a PUT whose bytes could not be written (a full disk) with
+// 503 dependency_unavailable and a plain sentence, and logs the cause.
+func (l *Local) answerWriteFailed(w http.ResponseWriter, err error) {
+	de := domain.AsError(l.writeFailed(err))
+	w.Header().Set("Retry-After", strconv.Itoa(de.RetryAfter))
+	writeError(w, http.StatusServiceUnavailable, de.Code, de.Message)
 }
 
 // serveGet serves the object with Range, conditional requests and HEAD (all from

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/logging"
 )
 
 // LocalConfig configures the local disk backend and its storage host.
@@ -33,6 +35,10 @@ type LocalConfig struct {
 	// OnEgress, when set, is called after each GET response with the object key and the
 	// bytes written to the client. It runs on the request's goroutine: keep it quick.
 	OnEgress func(key string, n int64)
+	// Logger receives the failures to write to Dir (a full disk), once per
+	// LogRepeatInterval with a count; nil is slog.Default().
+	Logger            *slog.Logger
+	LogRepeatInterval time.Duration // default 10s
 	// Now tells the time URLs are signed and checked by; nil is the system clock. Tests
 	// move it to expire URLs without waiting.
 	Now func() time.Time
@@ -62,6 +68,7 @@ type Local struct {
 	basePath string // the path part of PublicURL, which a proxy may or may not strip
 	secret   []byte
 	onEgress func(key string, n int64)
+	log      *logging.Repeated
 	now      func() time.Time
 }
 
@@ -91,6 +98,11 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if l.now == nil {
 		l.now = time.Now
 	}
+	every := cfg.LogRepeatInterval
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	l.log = logging.NewRepeated(cfg.Logger, every)
 	for _, d := range []string{l.dir, l.tmp, l.uploads} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("storage dir: %w", err)
@@ -219,7 +231,7 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	}
 	w, err := l.writeTemp(ctxReader{ctx, r}, limit, nil)
 	if err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return l.writeFailed(fmt.Errorf("put %s: %w", key, err))
 	}
 	if w.readErr != nil || (size >= 0 && w.n != size) {
 		os.Remove(w.path)
@@ -230,9 +242,22 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	}
 	if err := l.place(w.path, key, true); err != nil {
 		os.Remove(w.path)
-		return fmt.Errorf("put %s: %w", key, err)
+		return l.writeFailed(fmt.Errorf("put %s: %w", key, err))
 	}
 	return nil
+}
+
+// storageFullMessage is what a client is told when the bytes cannot be written: the
+// cause names paths, and is for the log only.
+const storageFullMessage = "the storage cannot take the bytes now (it may be full); try again later"
+
+// writeFailed logs a failure to write to the storage directory, once per interval
+// with a count, and returns it as dependency_unavailable with a plain sentence.
+func (l *Local) writeFailed(err error) error {
+	l.log.Log(context.Background(), slog.LevelError, "storage_write", "storage write failed", "error", err.Error())
+	de := domain.Unavailable(storageFullMessage, err)
+	de.RetryAfter = 30
+	return de
 }
 
 // Delete removes the object; a missing object is not an error.
@@ -262,14 +287,42 @@ func (l *Local) pruneDirs(dir string) {
 	}
 }
 
-// Ping checks that the directory takes writes.
+// Ping checks that the directory takes writes: it writes and syncs a small file, since
+// a full disk still lets a file be created, and some file systems report a full disk
+// only at the sync. The error names the reason, not the path.
 func (l *Local) Ping(context.Context) error {
-	f, err := os.CreateTemp(l.tmp, "ping-*")
-	if err != nil {
-		return fmt.Errorf("storage dir not writable: %w", err)
+	if err := WritableDir(l.tmp); err != nil {
+		return fmt.Errorf("storage cannot be written: %w", err)
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	return nil
+}
+
+// WritableDir checks that dir takes a write of a few bytes, made durable. The error is
+// the system's reason (no space left on device, read-only file system, …), without
+// the path.
+func WritableDir(dir string) error {
+	f, err := os.CreateTemp(dir, "ping-*")
+	if err != nil {
+		return withoutPath(err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write([]byte("filemill readiness check\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return withoutPath(err)
+}
+
+// withoutPath drops the path an *fs.PathError carries.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 var errExists = errors.New("an object is already stored under this key")
@@ -429,11 +482,11 @@ func (l *Local) CreateUpload(_ context.Context, key string) (string, error) {
 	id := hex.EncodeToString(b[:])
 	dir := filepath.Join(l.uploads, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create upload %s: %w", key, err)
+		return "", l.writeFailed(fmt.Errorf("create upload %s: %w", key, err))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(key), 0o644); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("create upload %s: %w", key, err)
+		return "", l.writeFailed(fmt.Errorf("create upload %s: %w", key, err))
 	}
 	return id, nil
 }
@@ -503,7 +556,10 @@ func (l *Local) CompleteUpload(_ context.Context, key, uploadID string) error {
 	defer os.RemoveAll(ended)
 	// Linked, never renamed over: a key is written once.
 	if err := l.place(filepath.Join(ended, singleObject), key, false); err != nil {
-		return fmt.Errorf("complete %s: %w", key, err)
+		if errors.Is(err, errExists) {
+			return fmt.Errorf("complete %s: %w", key, err)
+		}
+		return l.writeFailed(fmt.Errorf("complete %s: %w", key, err))
 	}
 	return nil
 }
@@ -655,7 +711,7 @@ func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts
 	defer os.RemoveAll(ended)
 	out, err := os.CreateTemp(l.tmp, "mp-*")
 	if err != nil {
-		return fmt.Errorf("complete %s: %w", key, err)
+		return l.writeFailed(fmt.Errorf("complete %s: %w", key, err))
 	}
 	tmpPath := out.Name()
 	err = func() error {
@@ -673,7 +729,7 @@ func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts
 	}
 	if err != nil {
 		os.Remove(tmpPath)
-		return fmt.Errorf("complete %s: %w", key, err)
+		return l.writeFailed(fmt.Errorf("complete %s: %w", key, err))
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ type Config struct {
 	LogFormat          string
 	WorkerConcurrency  int
 	WorkerPollInterval time.Duration
+	SweepInterval      time.Duration
 	// Engines are the engine families a worker runs; nil: every one it has.
 	Engines []string
 	// EngineConcurrency overrides the jobs a worker runs at once per engine family.
@@ -55,6 +56,7 @@ type rawConfig struct {
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
 	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir             string
 	engines, engineConcurrency, jobTimeout, operationTimeouts                                  string
+	jobLease, sweepInterval                                                                    string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -79,6 +81,8 @@ func (rc *rawConfig) settings() []setting {
 		{"worker-concurrency", "FILEMILL_WORKER_CONCURRENCY", "0", "jobs run at once per worker process (0: twice the CPUs)", &rc.workerConcurrency},
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
 		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", "10ms", "how often an idle worker looks for jobs: the wait of a job on an idle worker against idle CPU", &rc.workerPoll},
+		{"job-lease", "FILEMILL_JOB_LEASE", "30s", "how long a worker's claim on a running job holds unrenewed; a job whose worker died runs again after it", &rc.jobLease},
+		{"sweep-interval", "FILEMILL_SWEEP_INTERVAL", "30s", "how often workers look for jobs lost in an outage or with a dead worker, and run them again", &rc.sweepInterval},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
 		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
@@ -188,6 +192,12 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.WorkerPollInterval, err = time.ParseDuration(rc.workerPoll); err != nil || c.WorkerPollInterval < time.Millisecond || c.WorkerPollInterval > 10*time.Second {
 		return nil, fmt.Errorf("FILEMILL_WORKER_POLL_INTERVAL: %q is not a duration between 1ms and 10s", rc.workerPoll)
+	}
+	if c.Domain.JobLease, err = time.ParseDuration(rc.jobLease); err != nil || c.Domain.JobLease < time.Second || c.Domain.JobLease > time.Hour {
+		return nil, fmt.Errorf("FILEMILL_JOB_LEASE: %q is not a duration between 1s and 1h", rc.jobLease)
+	}
+	if c.SweepInterval, err = time.ParseDuration(rc.sweepInterval); err != nil || c.SweepInterval < time.Second || c.SweepInterval > time.Hour {
+		return nil, fmt.Errorf("FILEMILL_SWEEP_INTERVAL: %q is not a duration between 1s and 1h", rc.sweepInterval)
 	}
 	if c.Domain.AuthCacheTTL, err = time.ParseDuration(rc.authCacheTTL); err != nil {
 		return nil, fmt.Errorf("FILEMILL_AUTH_CACHE_TTL: %q is not a duration like 1s", rc.authCacheTTL)

@@ -253,6 +253,8 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"FILEMILL_PUBLIC_URL":                "ftp://x",
 		"FILEMILL_STORAGE_SECRET":            "abc",
 		"FILEMILL_LOG_LEVEL":                 "loud",
+		"FILEMILL_JOB_LEASE":                 "forever",
+		"FILEMILL_SWEEP_INTERVAL":            "0s",
 	}
 	for name, value := range cases {
 		t.Run(name, func(t *testing.T) {

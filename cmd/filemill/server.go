@@ -15,12 +15,15 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/logging"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
@@ -47,17 +50,32 @@ type app struct {
 	queue    *jobs.Queue
 	registry *domain.Registry
 	engines  map[string]domain.Engine // the engine families this process runs
-	svc      *domain.Services
+	// closeEngines stops the engines' pools and processes.
+	closeEngines func()
+	svc          *domain.Services
 }
 
+// logRepeatInterval: a failure that repeats (a dependency down) is logged once per
+// interval, with a count.
+const logRepeatInterval = 10 * time.Second
+
+// newLogger returns the process's logger and sends the drivers' own log lines through
+// it, so every line is structured, and one per interval while a server is down.
 func newLogger(cfg *Config) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	var l *slog.Logger
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		l = slog.New(slog.NewTextHandler(os.Stderr, opts))
+	} else {
+		l = slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	repeated := logging.NewRepeated(l, logRepeatInterval)
+	redis.SetLogger(logging.Printer{R: repeated, Level: slog.LevelWarn, Component: "redis"})
+	pgdriver.Logger = logging.Printer{R: repeated, Level: slog.LevelWarn, Component: "postgres"}
+	bun.SetLogger(logging.PlainPrinter{Printer: logging.Printer{R: repeated, Level: slog.LevelWarn, Component: "bun"}})
+	return l
 }
 
 // openStore opens and migrates the metadata store.
@@ -110,7 +128,8 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 			return nil, fmt.Errorf("FILEMILL_STORAGE_SECRET: %w", err)
 		}
 		a.local, err = storage.NewLocal(storage.LocalConfig{Dir: filepath.Join(cfg.DataDir, "blobs"),
-			PublicURL: cfg.StoragePublicURL, Secret: secret, OnEgress: a.recordEgress})
+			PublicURL: cfg.StoragePublicURL, Secret: secret, OnEgress: a.recordEgress,
+			Logger: a.log, LogRepeatInterval: logRepeatInterval})
 		if err != nil {
 			return nil, fmt.Errorf("local storage: %w", err)
 		}
@@ -130,7 +149,7 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 		return nil, fmt.Errorf("operations: %w", err)
 	}
 	if roles&roleWorker != 0 {
-		if a.engines, err = newEngines(cfg); err != nil {
+		if a.engines, a.closeEngines, err = newEngines(cfg, a.log); err != nil {
 			return nil, err
 		}
 	}
@@ -155,10 +174,8 @@ func (a *app) recordEgress(key string, n int64) {
 }
 
 func (a *app) close() {
-	for _, e := range a.engines {
-		if c, ok := e.(interface{ Close() error }); ok {
-			_ = c.Close()
-		}
+	if a.closeEngines != nil {
+		a.closeEngines()
 	}
 	if a.queue != nil {
 		a.queue.Close()
@@ -207,7 +224,8 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	if roles&roleWorker != 0 {
 		pools := jobs.EnginePools(a.registry, a.engines, engineConcurrency(cfg))
 		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency,
-			TaskCheckInterval: cfg.WorkerPollInterval, Pools: pools}, log)
+			TaskCheckInterval: cfg.WorkerPollInterval, Pools: pools,
+			SweepInterval: cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
@@ -222,7 +240,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		limiter := rest.NewRedisRateLimiter(a.redis)
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
-			ReadinessChecks: a.readinessChecks(),
+			ReadinessChecks: a.readinessChecks(roles),
 			QueueDepth:      queueDepthFunc(a),
 		}, a.svc, limiter, log)
 		gcfg := graph.DefaultServerConfig()
@@ -279,12 +297,27 @@ func listen(addr string, h http.Handler, name string, log *slog.Logger, errc cha
 	return srv
 }
 
-func (a *app) readinessChecks() []rest.Checker {
-	return []rest.Checker{
+func (a *app) readinessChecks(roles role) []rest.Checker {
+	checks := []rest.Checker{
 		{Name: "database", Check: a.store.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }},
 		{Name: "storage", Check: a.blobs.Ping},
 	}
+	if roles&roleWorker != 0 {
+		// Jobs copy their input here: a full work directory fails every job.
+		dir := a.cfg.WorkDir
+		checks = append(checks, rest.Checker{Name: "work_dir", Check: func(context.Context) error {
+			err := os.MkdirAll(dir, 0o700)
+			if err == nil {
+				err = storage.WritableDir(dir)
+			}
+			if err != nil {
+				return fmt.Errorf("work directory cannot be written: %w", err)
+			}
+			return nil
+		}})
+	}
+	return checks
 }
 
 func queueDepthFunc(a *app) func(ctx context.Context) (map[string]int, error) {

@@ -6,12 +6,16 @@ package catalog
 import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/pdf"
+	"github.com/filemill/filemill/jobs/ops/render"
 )
 
 // Operations are every engine package's declarations.
 func Operations() [][]domain.OperationSpec {
 	return [][]domain.OperationSpec{
 		inspect.Specs(),
+		pdf.Specs(),
+		render.Specs(),
 	}
 }
 

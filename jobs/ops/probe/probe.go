@@ -1,7 +1,7 @@
 // Package probe looks at files without changing them, for the platform: it counts the
 // pages of stored files at completion (so per-page prices are exact) and verifies every
-// engine output before it is stored (a PDF parses, an image decodes, JSON is JSON).
-// It imports the domain types and its parsing libraries, never another filemill package.
+// engine output before it is stored (a PDF parses, an image decodes, JSON is JSON),
+// with the engines' own readers where they have one (the pdf engine's).
 package probe
 
 import (
@@ -19,14 +19,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 	_ "golang.org/x/image/bmp"
 	_ "golang.org/x/image/tiff"
 	_ "golang.org/x/image/webp"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/pdf"
 )
 
 // Config bounds what probing may read. Zero fields take the defaults.
@@ -93,7 +91,7 @@ func (p *Prober) CountPages(ctx context.Context, path string, f domain.Format) (
 	if f.Extension != "pdf" {
 		return 0, fmt.Errorf("no page counter for %s", f.Extension)
 	}
-	n, err := withDeadline(ctx, func() (int, error) { return pdfPages(path) })
+	n, err := pdf.CountPages(ctx, path)
 	if err != nil {
 		return 0, err
 	}
@@ -101,49 +99,6 @@ func (p *Prober) CountPages(ctx context.Context, path string, f domain.Format) (
 		return 0, fmt.Errorf("%d pages is more than %d", n, p.cfg.MaxPages)
 	}
 	return n, nil
-}
-
-func pdfConfig() *model.Configuration {
-	return &model.Configuration{
-		Version:                   model.VersionStr,
-		Reader15:                  true,
-		ValidationMode:            model.ValidationRelaxed,
-		UnsupportedResourcePolicy: model.UnsupportedResourceSkip,
-		Eol:                       types.EolLF,
-		Cmd:                       model.LISTINFO,
-		Offline:                   true,
-		Limits:                    model.DefaultResourceLimits(),
-	}
-}
-
-func pdfPages(path string) (int, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer fh.Close()
-	return api.PageCount(fh, pdfConfig())
-}
-
-// withDeadline runs fn and gives up when ctx ends; fn finishes on its own (the
-// libraries called here take no context).
-func withDeadline[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
 }
 
 // VerifyOutput checks that an engine output parses as its MIME type says. Codes:
@@ -155,7 +110,7 @@ func (p *Prober) VerifyOutput(ctx context.Context, a domain.EngineArtifact) erro
 	case p.verifiers[mt] != nil:
 		err = p.verifiers[mt](ctx, a.Path)
 	case mt == "application/pdf":
-		_, err = withDeadline(ctx, func() (int, error) { return verifyPDF(a.Path) })
+		err = pdf.Verify(ctx, a.Path, 0)
 	case mt == "application/json":
 		err = verifyJSON(a.Path)
 	case strings.HasPrefix(mt, "text/"):
@@ -170,24 +125,6 @@ func (p *Prober) VerifyOutput(ctx context.Context, a domain.EngineArtifact) erro
 			Message: fmt.Sprintf("the output %s did not verify as %s", a.Name, mt)}, err)
 	}
 	return nil
-}
-
-func verifyPDF(path string) (int, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer fh.Close()
-	conf := pdfConfig()
-	conf.Cmd = model.VALIDATE
-	ctx, err := api.ReadAndValidate(fh, conf)
-	if err != nil {
-		return 0, err
-	}
-	if ctx.PageCount < 1 {
-		return 0, errors.New("no pages")
-	}
-	return ctx.PageCount, nil
 }
 
 func verifyJSON(path string) error {
