@@ -46,6 +46,8 @@ type stackOpts struct {
 	embedded bool
 	dataDir  string // where local blobs live; a temp dir when empty
 	cfg      func(*domain.Config)
+	// hooks, when set, gives the event bus and webhook delivery ports the services use.
+	hooks func(s *stack) domain.Deps
 }
 
 // newStack starts the API over PostgreSQL + Redis (production parts) or over SQLite +
@@ -108,8 +110,13 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		tb.Fatal(err)
 	}
 	prober := probe.New(probe.DefaultConfig())
-	s.svc = domain.NewServices(cfg, domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober})
+	deps := domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
+		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober}
+	if o.hooks != nil {
+		h := o.hooks(s)
+		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = h.Guard, h.Bus, h.Deliveries, h.WebhookSender
+	}
+	s.svc = domain.NewServices(cfg, deps)
 	if s.org, err = s.svc.Organizations.Bootstrap(ctx, "bench", "bench", 1<<40); err != nil {
 		tb.Fatal(err)
 	}

@@ -3,7 +3,10 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,51 +21,70 @@ func TestEvents(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		tn := setupTenants(t, s)
-		subject := domain.NewID(domain.PrefixJob)
-		newEvent := func(org *domain.Organization, prj *domain.Project, subjectID, typ string) *domain.Event {
+		file := domain.NewID(domain.PrefixFile)
+		newEvent := func(org *domain.Organization, prj *domain.Project, subjectID, fileID, typ string) *domain.Event {
 			e := &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: typ, OrganizationID: org.ID, ProjectID: prj.ID,
-				Environment: domain.EnvLive, SubjectID: subjectID,
+				Environment: domain.EnvLive, SubjectID: subjectID, FileID: fileID,
 				Data: json.RawMessage(`{"object":{"id":"` + subjectID + `","state":"` + typ + `"}}`), CreatedAt: now()}
 			require.NoError(t, s.CreateEvent(ctx, e))
 			return e
 		}
-		queued := newEvent(tn.org, tn.prj, subject, domain.EventJobQueued)
-		other := newEvent(tn.org, tn.prj, domain.NewID(domain.PrefixJob), domain.EventJobQueued)
-		running := newEvent(tn.org, tn.prj, subject, domain.EventJobRunning)
-		foreign := newEvent(tn.other, tn.oprj, subject, domain.EventJobQueued) // same subject id, other tenant
-		all := []*domain.Event{queued, other, running, foreign}
+		ready := newEvent(tn.org, tn.prj, file, file, domain.EventFileReady)
+		job := domain.NewID(domain.PrefixJob)
+		queued := newEvent(tn.org, tn.prj, job, file, domain.EventJobQueued)
+		other := newEvent(tn.org, tn.prj, domain.NewID(domain.PrefixJob), domain.NewID(domain.PrefixFile), domain.EventJobQueued)
+		running := newEvent(tn.org, tn.prj, job, file, domain.EventJobRunning)
+		foreign := newEvent(tn.other, tn.oprj, job, file, domain.EventJobQueued) // same ids, other tenant
+		all := []*domain.Event{ready, queued, other, running, foreign}
 
-		t.Run("BySubject", func(t *testing.T) {
-			got, err := s.FindEventsBySubject(ctx, tn.org.ID, subject)
+		t.Run("ByFile", func(t *testing.T) {
+			got, err := s.FindEventsByFile(ctx, tn.org.ID, file)
 			require.NoError(t, err)
-			require.Len(t, got, 2)
-			for i, want := range []*domain.Event{queued, running} {
+			require.Len(t, got, 3)
+			for i, want := range []*domain.Event{ready, queued, running} {
 				requireJSONField(t, want.Data, &got[i].Data)
 				require.Equal(t, want, got[i])
 			}
-			got, err = s.FindEventsBySubject(ctx, tn.org.ID, "job_none")
+			got, err = s.FindEventsByFile(ctx, tn.org.ID, "file_none")
 			require.NoError(t, err)
 			require.NotNil(t, got)
 			require.Empty(t, got)
 		})
-		t.Run("After", func(t *testing.T) {
-			got, err := s.FindEventsAfter(ctx, "", 100)
+		t.Run("OutboxHoldsEveryNewEvent", func(t *testing.T) {
+			var claimed []*domain.Event
+			require.NoError(t, s.InTx(ctx, func(tx domain.Store) error {
+				var err error
+				claimed, err = tx.ClaimOutbox(ctx, 100)
+				return err
+			}))
+			require.Equal(t, ids(all, eventID), ids(claimed, eventID), "oldest first, not released: still there")
+			_, err := s.ClaimOutbox(ctx, 1)
+			require.Error(t, err, "a claim outside a transaction would hold no lock")
+		})
+		t.Run("ListNewestFirstByType", func(t *testing.T) {
+			got, more, err := s.FindEvents(ctx, domain.EventFilter{Scope: domain.Scope{OrganizationID: tn.org.ID},
+				Environment: domain.EnvLive, Types: []string{domain.EventJobQueued, domain.EventFileReady}, Page: domain.Page{Limit: 2}})
 			require.NoError(t, err)
-			require.Equal(t, ids(all, eventID), ids(got, eventID))
-			got, err = s.FindEventsAfter(ctx, queued.ID, 2)
+			require.True(t, more)
+			require.Equal(t, []string{other.ID, queued.ID}, ids(got, eventID))
+			got, more, err = s.FindEvents(ctx, domain.EventFilter{Scope: domain.Scope{OrganizationID: tn.org.ID},
+				Environment: domain.EnvLive, Types: []string{domain.EventJobQueued, domain.EventFileReady},
+				Page: domain.Page{Limit: 2, StartingAfter: queued.ID}})
 			require.NoError(t, err)
-			require.Equal(t, []string{other.ID, running.ID}, ids(got, eventID))
-			got, err = s.FindEventsAfter(ctx, foreign.ID, 10)
+			require.False(t, more)
+			require.Equal(t, []string{ready.ID}, ids(got, eventID))
+			got, _, err = s.FindEvents(ctx, domain.EventFilter{Scope: domain.Scope{OrganizationID: tn.org.ID},
+				Environment: domain.EnvLive, Types: []string{domain.EventJobQueued}, Since: time.Now().Add(time.Hour)})
 			require.NoError(t, err)
-			require.Empty(t, got)
+			require.Empty(t, got, "older than the window")
 		})
 		t.Run("NilData", func(t *testing.T) {
 			e := &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: domain.EventWebhookTest, OrganizationID: tn.org.ID,
 				ProjectID: tn.prj.ID, Environment: domain.EnvTest, SubjectID: "we_x", CreatedAt: now()}
 			require.NoError(t, s.CreateEvent(ctx, e))
-			got, err := s.FindEventsBySubject(ctx, tn.org.ID, "we_x")
+			got, err := s.FindEventByID(ctx, e.ID)
 			require.NoError(t, err)
-			require.JSONEq(t, "null", string(got[0].Data))
+			require.JSONEq(t, "null", string(got.Data))
 		})
 		t.Run("InvalidJSONRefused", func(t *testing.T) {
 			e := &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: domain.EventWebhookTest, OrganizationID: tn.org.ID,
@@ -144,5 +166,58 @@ func TestWebhookEndpoints(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []string{a3.ID, a1.ID}, ids(got, endpointID))
 		})
+	})
+}
+
+func TestOutboxNudge(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		var nudges atomic.Int32
+		s.OnOutbox(func() { nudges.Add(1) })
+		ev := func() *domain.Event {
+			return &domain.Event{ID: domain.NewID(domain.PrefixEvent), Type: domain.EventFileReady, OrganizationID: tn.org.ID,
+				ProjectID: tn.prj.ID, Environment: domain.EnvLive, SubjectID: "file_x", Data: json.RawMessage(`{}`), CreatedAt: now()}
+		}
+		require.NoError(t, s.CreateEvent(ctx, ev()))
+		require.EqualValues(t, 1, nudges.Load(), "a write outside a transaction nudges at once")
+		err := s.InTx(ctx, func(tx domain.Store) error {
+			require.NoError(t, tx.CreateEvent(ctx, ev()))
+			require.EqualValues(t, 1, nudges.Load(), "not before the commit")
+			return nil
+		})
+		require.NoError(t, err)
+		require.EqualValues(t, 2, nudges.Load(), "at the commit")
+		_ = s.InTx(ctx, func(tx domain.Store) error {
+			require.NoError(t, tx.CreateEvent(ctx, ev()))
+			return errors.New("rolled back")
+		})
+		require.EqualValues(t, 2, nudges.Load(), "a rolled back write wakes nobody")
+		require.NoError(t, s.InTx(ctx, func(tx domain.Store) error { _, err := tx.FindEventByID(ctx, "evt_x"); _ = err; return nil }))
+		require.EqualValues(t, 2, nudges.Load(), "nor one that wrote no event")
+		j := newJob(tn.prj, domain.EnvLive)
+		require.NoError(t, s.CreateJob(ctx, j))
+		next := *j
+		next.State = domain.JobRunning
+		e := ev()
+		e.Type, e.SubjectID = domain.EventJobRunning, j.ID
+		require.NoError(t, s.TransitionJob(ctx, &domain.JobTransition{Job: &next, FromState: domain.JobQueued, Events: []*domain.Event{e}}))
+		require.EqualValues(t, 3, nudges.Load(), "an atomic write with events nudges")
+		var claimed []*domain.Event
+		require.NoError(t, s.InTx(ctx, func(tx domain.Store) error {
+			var err error
+			if claimed, err = tx.ClaimOutbox(ctx, 100); err != nil {
+				return err
+			}
+			return tx.ReleaseOutbox(ctx, ids(claimed, eventID))
+		}))
+		require.Len(t, claimed, 3, "every committed event, the one in the atomic write included")
+		require.NoError(t, s.InTx(ctx, func(tx domain.Store) error {
+			var err error
+			claimed, err = tx.ClaimOutbox(ctx, 100)
+			return err
+		}))
+		require.Empty(t, claimed, "released")
 	})
 }

@@ -110,7 +110,7 @@ func TestJobs(t *testing.T) {
 			arts, err = s.FindArtifactsByJob(ctx, j.ID)
 			require.NoError(t, err)
 			require.Equal(t, []string{art.ID}, ids(arts, artifactID))
-			evs, err := s.FindEventsBySubject(ctx, tn.org.ID, j.FileID)
+			evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID)
 			require.NoError(t, err)
 			require.Equal(t, []string{ev.ID}, ids(evs, eventID))
 			require.Equal(t, 4, countLedger(t, s, acct.ID))

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -72,6 +73,8 @@ type Store struct {
 	prepared   *preparedStatements         // PostgreSQL: the hot queries' prepared statements
 	admissions *batcher[*pendingAdmission] // combines concurrent admissions on one account
 	accountIDs *sync.Map                   // credit account ids by organization/environment
+	outbox     *outboxSignal               // wakes the relay after commits that wrote events
+	txEvents   *atomic.Bool                // set on a transaction-bound Store once it wrote events
 }
 
 // Open connects to the metadata database. A url starting with postgres:// or
@@ -131,7 +134,7 @@ func openPostgres(raw string) (*Store, error) {
 	sqldb.SetConnMaxIdleTime(postgresConnMaxIdleTime)
 	sqldb.SetConnMaxLifetime(postgresConnMaxLifetime) // spreads load again after a failover
 	bdb := bun.NewDB(sqldb, pgdialect.New())
-	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres, accountIDs: &sync.Map{},
+	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres, accountIDs: &sync.Map{}, outbox: &outboxSignal{},
 		prepared: &preparedStatements{db: sqldb, m: map[*hotQuery]*sql.Stmt{}}}
 	s.admissions = newAdmissionBatcher(s.writeAdmissions)
 	return s, nil
@@ -167,7 +170,7 @@ func openSQLite(raw string) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0) // a connection costs an open and its pragmas: keep it
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite, accountIDs: &sync.Map{}}
+	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite, accountIDs: &sync.Map{}, outbox: &outboxSignal{}}
 	s.admissions = newAdmissionBatcher(s.writeAdmissions)
 	if path == ":memory:" {
 		// Each connection to :memory: is its own database: everything uses the one.
@@ -274,14 +277,21 @@ func (s *Store) InTx(ctx context.Context, fn func(tx domain.Store) error) error 
 	if s.tx != nil {
 		return fn(s)
 	}
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(s.withTx(tx))
+	var wrote atomic.Bool
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		st := s.withTx(tx)
+		st.txEvents = &wrote
+		return fn(st)
 	})
+	if err == nil && wrote.Load() {
+		s.signalOutbox()
+	}
+	return err
 }
 
 func (s *Store) withTx(tx bun.IDB) *Store {
 	return &Store{db: s.db, read: s.read, tx: tx, dialect: s.dialect, lockPath: s.lockPath,
-		prepared: s.prepared, admissions: s.admissions, accountIDs: s.accountIDs}
+		prepared: s.prepared, admissions: s.admissions, accountIDs: s.accountIDs, outbox: s.outbox, txEvents: s.txEvents}
 }
 
 // inTx runs fn in the Store's transaction, or in a new one. Inside the caller's

@@ -90,6 +90,14 @@ const (
 // round trip, and the account row is locked only while it commits. Elsewhere (SQLite,
 // whose writes are serial anyway) the same writes run in a transaction.
 func (s *Store) writeAtOnce(ctx context.Context, w atomicWrite) error {
+	err := s.writeAtOnceQuietly(ctx, w)
+	if err == nil && w.writesEvents() {
+		s.wroteEvents()
+	}
+	return err
+}
+
+func (s *Store) writeAtOnceQuietly(ctx context.Context, w atomicWrite) error {
 	if s.dialect != DialectPostgres {
 		return s.writeInTx(ctx, w)
 	}

@@ -23,8 +23,8 @@ type Files struct {
 	Pages  PageCounter // nil: pages are not counted
 }
 
-// writeEvent writes one outbox row in tx. subjectID is the file the event concerns, so
-// a file's history is one ordered read.
+// writeEvent writes one outbox row in tx about a file (subjectID), which puts it in the
+// file's history.
 func writeEvent(ctx context.Context, tx Store, typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) error {
 	e, err := NewEvent(typ, orgID, projectID, env, subjectID, obj, at)
 	if err != nil {
@@ -407,7 +407,7 @@ func (s *Files) History(ctx context.Context, p *Principal, id string) ([]*Event,
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.FindEventsBySubject(ctx, f.OrganizationID, f.ID)
+	return s.Store.FindEventsByFile(ctx, f.OrganizationID, f.ID)
 }
 
 // DownloadURL is a minted download link.

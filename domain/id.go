@@ -25,6 +25,7 @@ const (
 	PrefixRequest         = "req_"
 	PrefixLedgerEntry     = "led_"
 	PrefixDelivery        = "dlv_"
+	PrefixDeliveryAttempt = "dla_"
 )
 
 var (
@@ -67,4 +68,13 @@ func isCrockford(c byte) bool {
 		return c != 'I' && c != 'L' && c != 'O' && c != 'U'
 	}
 	return false
+}
+
+// IDAt returns the smallest id with the given prefix that NewID could mint at t: every
+// id minted at t or later sorts at or above it, so "id < IDAt(p, t)" selects by age
+// through the primary key.
+func IDAt(prefix string, t time.Time) string {
+	var u ulid.ULID
+	_ = u.SetTime(ulid.Timestamp(t)) // fails only after the year 10889
+	return prefix + u.String()
 }

@@ -219,7 +219,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, 
 	a := &Admission{AccountID: acct.ID, Batch: b, Jobs: jobs,
 		ProjectLimit: limit, SpendLimit: p.Key.SpendLimit, SpendSince: MonthStart(now)}
 	for _, j := range jobs {
-		e, err := NewEvent(EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
+		e, err := newJobEvent(EventJobQueued, j, j.CreatedAt)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -401,7 +401,7 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 	if next.Terminal() {
 		next.LeaseExpiresAt = nil
 	}
-	e, err := NewEvent(event, next.OrganizationID, next.ProjectID, next.Environment, next.FileID, next.View(), now)
+	e, err := newJobEvent(event, next, now)
 	if err != nil {
 		return err
 	}
@@ -417,6 +417,17 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 		Artifacts: arts, Events: []*Event{e},
 		// Entries of no amount write nothing.
 		Ledger: []*LedgerEntry{entry(LedgerCharge, charge), entry(LedgerRelease, j.CreditsReserved-charge)}})
+}
+
+// newJobEvent is the outbox row of a job's move: about the job, concerning its file (so
+// the file's history shows it).
+func newJobEvent(typ string, j *Job, at time.Time) (*Event, error) {
+	e, err := NewEvent(typ, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), at)
+	if err != nil {
+		return nil, err
+	}
+	e.FileID = j.FileID
+	return e, nil
 }
 
 // ErrJobSkipped tells the worker the task has nothing to do (the job was cancelled or
@@ -459,7 +470,7 @@ func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 	}
 	t := &JobTransition{Job: &next, FromState: j.State, FromAttempts: j.Attempts}
 	if j.State == JobQueued {
-		e, err := NewEvent(EventJobRunning, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, next.View(), now)
+		e, err := newJobEvent(EventJobRunning, &next, now)
 		if err != nil {
 			return nil, err
 		}
@@ -707,6 +718,7 @@ func (s *Jobs) progressFunc(ctx context.Context, j *Job, step, steps int) func(i
 		last = total
 		if ok, _ := s.Store.UpdateJobProgress(ctx, j.ID, j.Attempts, total); ok {
 			j.Progress = total
+			publishProgress(ctx, s.Bus, j, s.Clock.Now())
 		}
 	}
 }

@@ -20,6 +20,8 @@ type Jobs struct {
 	// process's Engines are the live ones.
 	Directory EngineDirectory
 	Verifier  OutputVerifier
+	// Bus receives running jobs' progress; nil for none.
+	Bus EventBus
 }
 
 // liveEngines returns the engine families live workers run now. Codes:

@@ -143,7 +143,8 @@ type Event struct {
 	OrganizationID string          `bun:"organization_id,notnull" json:"-"`
 	ProjectID      string          `bun:"project_id,notnull" json:"-"`
 	Environment    Environment     `bun:"environment,notnull" json:"-"`
-	SubjectID      string          `bun:"subject_id,notnull" json:"-"`
+	SubjectID      string          `bun:"subject_id,notnull" json:"-"` // the resource the event is about
+	FileID         string          `bun:"file_id,notnull" json:"-"`    // the file it concerns, for its history; "" for none
 	Data           json.RawMessage `bun:"data,type:jsonb,notnull" json:"data"`
 	CreatedAt      time.Time       `bun:"created_at,notnull" json:"created_at"`
 }
@@ -163,6 +164,9 @@ const (
 	EventUploadOpened  = "upload.opened"
 	EventUploadAborted = "upload.aborted"
 	EventWebhookTest   = "webhook.test"
+	// EventJobProgress is no outbox event: a running job's progress, published to live
+	// subscribers only.
+	EventJobProgress = "job.progress"
 )
 
 // SubscribableEvents are the event types a webhook endpoint may list.
@@ -330,18 +334,24 @@ const (
 	EndpointDisabled = "disabled"
 )
 
-// WebhookEndpoint receives signed events.
+// WebhookEndpoint receives signed events. After a rotation PreviousSecret signs beside
+// Secret until PreviousSecretExpiresAt.
 type WebhookEndpoint struct {
-	ID             string      `bun:"id,pk"`
-	OrganizationID string      `bun:"organization_id,notnull"`
-	ProjectID      string      `bun:"project_id,notnull"`
-	Environment    Environment `bun:"environment,notnull"`
-	URL            string      `bun:"url,notnull"`
-	EnabledEvents  []string    `bun:"enabled_events,type:jsonb,notnull"`
-	Secret         string      `bun:"secret,notnull"`
-	Status         string      `bun:"status,notnull"`
-	CreatedAt      time.Time   `bun:"created_at,notnull"`
-	DeletedAt      *time.Time  `bun:"deleted_at"`
+	ID                      string      `bun:"id,pk"`
+	OrganizationID          string      `bun:"organization_id,notnull"`
+	ProjectID               string      `bun:"project_id,notnull"`
+	Environment             Environment `bun:"environment,notnull"`
+	URL                     string      `bun:"url,notnull"`
+	EnabledEvents           []string    `bun:"enabled_events,type:jsonb,notnull"`
+	Secret                  string      `bun:"secret,notnull"`
+	PreviousSecret          string      `bun:"previous_secret,notnull"`
+	PreviousSecretExpiresAt *time.Time  `bun:"previous_secret_expires_at"`
+	Status                  string      `bun:"status,notnull"`
+	DisabledReason          string      `bun:"disabled_reason,notnull"`
+	DisabledAt              *time.Time  `bun:"disabled_at"`
+	FailingSince            *time.Time  `bun:"failing_since"` // first failed attempt since the last success
+	CreatedAt               time.Time   `bun:"created_at,notnull"`
+	DeletedAt               *time.Time  `bun:"deleted_at"`
 }
 
 // Delivery statuses.
@@ -351,15 +361,34 @@ const (
 	DeliveryFailed    = "failed"
 )
 
-// Delivery is one event on its way to one endpoint.
+// Delivery is one event on its way to one endpoint: at most one per event and
+// endpoint. Attempts counts the attempts made; NextAttemptAt is when the next is due
+// while pending.
 type Delivery struct {
 	ID             string     `bun:"id,pk"`
 	EndpointID     string     `bun:"endpoint_id,notnull"`
 	EventID        string     `bun:"event_id,notnull"`
+	EventType      string     `bun:"event_type,notnull"`
 	Status         string     `bun:"status,notnull"`
 	Attempts       int        `bun:"attempts,notnull"`
 	NextAttemptAt  *time.Time `bun:"next_attempt_at"`
 	LastStatusCode int        `bun:"last_status_code,notnull"`
 	LastError      string     `bun:"last_error,notnull"`
 	CreatedAt      time.Time  `bun:"created_at,notnull"`
+	UpdatedAt      time.Time  `bun:"updated_at,notnull"`
+
+	History []*DeliveryAttempt `bun:"-"` // the latest attempts, oldest first, when asked for
+}
+
+// DeliveryAttempt is one request made for a delivery, as it went.
+type DeliveryAttempt struct {
+	ID              string     `bun:"id,pk"`
+	DeliveryID      string     `bun:"delivery_id,notnull"`
+	Attempt         int        `bun:"attempt,notnull"`     // 1 for the first
+	StatusCode      int        `bun:"status_code,notnull"` // 0 when no answer came
+	DurationMS      int        `bun:"duration_ms,notnull"`
+	ResponseSnippet string     `bun:"response_snippet,notnull"`
+	Error           string     `bun:"error,notnull"`
+	NextAttemptAt   *time.Time `bun:"next_attempt_at"` // the retry it scheduled, if any
+	CreatedAt       time.Time  `bun:"created_at,notnull"`
 }

@@ -49,6 +49,22 @@ type WebhookEndpointFilter struct {
 	Page
 }
 
+// EventFilter selects events for listing, newest first.
+type EventFilter struct {
+	Scope
+	Environment Environment
+	Types       []string  // the types listed; required
+	Since       time.Time // created at or after
+	Page
+}
+
+// DeliveryFilter selects an endpoint's deliveries, newest first.
+type DeliveryFilter struct {
+	EndpointID string
+	Attempts   int // how many of each delivery's latest attempts to load
+	Page
+}
+
 // RedriveQuery selects one page of the jobs the sweep checks, by id.
 type RedriveQuery struct {
 	QueuedBefore time.Time
@@ -172,16 +188,65 @@ type Store interface {
 	DeleteExpiredIdempotencyKeys(ctx context.Context, now time.Time) (int, error)
 
 	CreateEvent(ctx context.Context, e *Event) error
-	// FindEventsBySubject returns the events of one subject, oldest first.
-	FindEventsBySubject(ctx context.Context, orgID, subjectID string) ([]*Event, error)
-	// FindEventsAfter returns up to limit events with id greater than afterID, oldest first.
-	FindEventsAfter(ctx context.Context, afterID string, limit int) ([]*Event, error)
+	FindEventByID(ctx context.Context, id string) (*Event, error)
+	// FindEventsByFile returns the events that concern one file, its jobs' included,
+	// oldest first.
+	FindEventsByFile(ctx context.Context, orgID, fileID string) ([]*Event, error)
+	// FindEvents returns one page of the scope's events, newest first, and whether more
+	// follow.
+	FindEvents(ctx context.Context, f EventFilter) ([]*Event, bool, error)
+	// ClaimOutbox returns up to limit events not relayed yet, smallest id first, and
+	// locks them until the transaction ends; rows another transaction holds are skipped,
+	// so relays running at once never claim the same event. Call it inside InTx, and
+	// ReleaseOutbox in the same transaction.
+	ClaimOutbox(ctx context.Context, limit int) ([]*Event, error)
+	// ReleaseOutbox marks events relayed.
+	ReleaseOutbox(ctx context.Context, eventIDs []string) error
+	// DeleteEventsBefore deletes up to limit relayed events created before a moment,
+	// with their deliveries and attempts, and returns how many events went.
+	DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 
 	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error
+	// FindWebhookEndpointByID returns an endpoint not deleted.
 	FindWebhookEndpointByID(ctx context.Context, id string) (*WebhookEndpoint, error)
 	FindWebhookEndpoints(ctx context.Context, f WebhookEndpointFilter) ([]*WebhookEndpoint, bool, error)
+	// FindLiveWebhookEndpoints returns the endpoints of these projects not deleted.
+	FindLiveWebhookEndpoints(ctx context.Context, projectIDs []string) ([]*WebhookEndpoint, error)
 	// DeleteWebhookEndpoint marks it deleted; ErrNotFound when absent or already deleted.
 	DeleteWebhookEndpoint(ctx context.Context, id string, at time.Time) error
+	// RotateWebhookSecret sets the endpoint's secrets; ErrNotFound when deleted.
+	RotateWebhookSecret(ctx context.Context, id, secret, previous string, previousExpiresAt time.Time) error
+	// MarkWebhookEndpointFailing sets failing_since to at unless it is set already.
+	MarkWebhookEndpointFailing(ctx context.Context, id string, at time.Time) error
+	// MarkWebhookEndpointHealthy clears failing_since.
+	MarkWebhookEndpointHealthy(ctx context.Context, id string) error
+	// DisableWebhookEndpoint disables an enabled endpoint, saying why; when
+	// failingBefore is set, only if it has been failing since before that moment. False
+	// when nothing changed.
+	DisableWebhookEndpoint(ctx context.Context, id, reason string, at time.Time, failingBefore *time.Time) (bool, error)
+
+	// CreateDeliveries inserts deliveries; one whose event and endpoint already have a
+	// delivery is skipped.
+	CreateDeliveries(ctx context.Context, ds []*Delivery) error
+	FindDeliveryByID(ctx context.Context, id string) (*Delivery, error)
+	// FindDeliveryTarget returns a delivery with its endpoint, deleted or not, and its
+	// event; ErrNotFound when any of them is missing.
+	FindDeliveryTarget(ctx context.Context, id string) (*Delivery, *WebhookEndpoint, *Event, error)
+	// FindDeliveries returns one page of an endpoint's deliveries, newest first, each
+	// with its latest attempts, and whether more follow.
+	FindDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, bool, error)
+	// FindDueDeliveries returns up to limit pending deliveries whose next attempt was
+	// due before a moment, the longest overdue first.
+	FindDueDeliveries(ctx context.Context, before time.Time, limit int) ([]*Delivery, error)
+	// RecordDeliveryAttempt stores an attempt, and moves the delivery to d's status,
+	// attempts, next attempt and last answer if it is still pending with fromAttempts
+	// attempts; otherwise (another attempt was recorded meanwhile) it only counts the
+	// attempt and returns false.
+	RecordDeliveryAttempt(ctx context.Context, a *DeliveryAttempt, d *Delivery, fromAttempts int) (bool, error)
+	// FinishDelivery moves a pending delivery to a final status without an attempt.
+	FinishDelivery(ctx context.Context, id, status, reason string, at time.Time) error
+	// ReopenDelivery makes a delivery pending again, due at at.
+	ReopenDelivery(ctx context.Context, id string, at time.Time) error
 
 	CreateUpload(ctx context.Context, u *Upload) error
 	// OpenUpload writes a new file, its upload session and the upload.opened event as
@@ -375,8 +440,9 @@ type OutputVerifier interface {
 // Clock tells the time; tests replace it.
 type Clock interface{ Now() time.Time }
 
-// SystemClock is the real clock, in UTC.
+// SystemClock is the real clock, in UTC, to the microsecond.
 type SystemClock struct{}
 
-// Now returns the current time in UTC.
-func (SystemClock) Now() time.Time { return time.Now().UTC() }
+// Now returns the current time in UTC, truncated to the microsecond the databases keep,
+// so a resource an event carries is the one GET reads back.
+func (SystemClock) Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

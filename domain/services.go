@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/filemill/filemill/domain/netguard"
 )
 
 // Config holds the deployment's limits and defaults that the services enforce.
@@ -17,6 +19,9 @@ type Config struct {
 	UploadSessionTTL        time.Duration // an open session is swept after this
 	IdempotencyTTL          time.Duration
 	MaxWebhookEndpoints     int // per project and environment
+	// EventRetention is how long events are kept (GET /v1/events, file history) before
+	// they are swept.
+	EventRetention time.Duration
 	// AuthCacheTTL is how long an authenticated key is remembered in-process; a key
 	// revoked or an organization suspended from another process is refused within it.
 	// Zero disables the cache.
@@ -57,6 +62,7 @@ func DefaultConfig() Config {
 		UploadSessionTTL:        24 * time.Hour,
 		IdempotencyTTL:          24 * time.Hour,
 		MaxWebhookEndpoints:     20,
+		EventRetention:          30 * 24 * time.Hour,
 		AuthCacheTTL:            time.Second,
 		JobLease:                30 * time.Second,
 		MaxJobClaims:            10,
@@ -77,6 +83,8 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_HASH_WINDOW must not be negative")
 	case c.UploadURLTTL < time.Minute:
 		return errors.New("FILEMILL_UPLOAD_URL_TTL must be at least 1m")
+	case c.EventRetention < time.Hour:
+		return errors.New("FILEMILL_EVENT_RETENTION must be at least 1h")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
 	case c.JobLease != 0 && (c.JobLease < time.Second || c.JobLease > time.Hour):
@@ -111,7 +119,8 @@ type Services struct {
 
 // Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines, Directory,
 // Pages and Verifier may be nil in processes that touch no bytes and run no jobs (admin
-// commands).
+// commands); Bus, Deliveries and WebhookSender in processes that relay and deliver no
+// events.
 type Deps struct {
 	Store    Store
 	Clock    Clock
@@ -125,6 +134,11 @@ type Deps struct {
 	Directory EngineDirectory
 	Pages     PageCounter
 	Verifier  OutputVerifier
+	// Guard vets webhook endpoint URLs; nil checks their shape only.
+	Guard         *netguard.Guard
+	Bus           EventBus
+	Deliveries    DeliveryQueue
+	WebhookSender WebhookSender
 }
 
 // NewServices wires the services over their ports.
@@ -144,12 +158,13 @@ func NewServices(cfg Config, d Deps) *Services {
 	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
-	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg}
+	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg, Guard: d.Guard, Bus: d.Bus,
+		Deliveries: d.Deliveries, Sender: d.WebhookSender}
 	if d.Registry == nil {
 		d.Registry = NewRegistry()
 	}
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
-		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier}
+		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus}
 	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -80,22 +81,83 @@ func (j *Job) View() JobView {
 	return v
 }
 
-// WebhookEndpointView is the webhook_endpoint object; Secret only on creation.
+// WebhookEndpointView is the webhook_endpoint object; Secret only on creation and
+// rotation.
 type WebhookEndpointView struct {
-	ID            string    `json:"id"`
-	Object        string    `json:"object"`
-	CreatedAt     time.Time `json:"created_at"`
-	ProjectID     string    `json:"project_id"`
-	URL           string    `json:"url"`
-	EnabledEvents []string  `json:"enabled_events"`
-	Status        string    `json:"status"`
-	Secret        string    `json:"secret,omitempty"`
+	ID                      string     `json:"id"`
+	Object                  string     `json:"object"`
+	CreatedAt               time.Time  `json:"created_at"`
+	ProjectID               string     `json:"project_id"`
+	URL                     string     `json:"url"`
+	EnabledEvents           []string   `json:"enabled_events"`
+	Status                  string     `json:"status"`
+	DisabledReason          *string    `json:"disabled_reason"`
+	DisabledAt              *time.Time `json:"disabled_at"`
+	FailingSince            *time.Time `json:"failing_since"`
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+	Secret                  string     `json:"secret,omitempty"`
 }
 
 // View returns the endpoint's representation without its secret.
 func (e *WebhookEndpoint) View() WebhookEndpointView {
-	return WebhookEndpointView{ID: e.ID, Object: "webhook_endpoint", CreatedAt: e.CreatedAt, ProjectID: e.ProjectID,
-		URL: e.URL, EnabledEvents: e.EnabledEvents, Status: e.Status}
+	v := WebhookEndpointView{ID: e.ID, Object: "webhook_endpoint", CreatedAt: e.CreatedAt, ProjectID: e.ProjectID,
+		URL: e.URL, EnabledEvents: e.EnabledEvents, Status: e.Status, DisabledReason: nullable(e.DisabledReason),
+		DisabledAt: e.DisabledAt, FailingSince: e.FailingSince}
+	if e.PreviousSecret != "" {
+		v.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt
+	}
+	return v
+}
+
+// DeliveryAttemptView is one attempt of a delivery.
+type DeliveryAttemptView struct {
+	Attempt         int        `json:"attempt"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StatusCode      *int       `json:"status_code"`
+	DurationMS      int        `json:"duration_ms"`
+	ResponseSnippet string     `json:"response_snippet"`
+	Error           *string    `json:"error"`
+	NextAttemptAt   *time.Time `json:"next_attempt_at"`
+}
+
+// WebhookDeliveryView is the webhook_delivery object.
+type WebhookDeliveryView struct {
+	ID                string                `json:"id"`
+	Object            string                `json:"object"`
+	CreatedAt         time.Time             `json:"created_at"`
+	WebhookEndpointID string                `json:"webhook_endpoint_id"`
+	EventID           string                `json:"event_id"`
+	EventType         string                `json:"event_type"`
+	Status            string                `json:"status"`
+	AttemptCount      int                   `json:"attempt_count"`
+	NextAttemptAt     *time.Time            `json:"next_attempt_at"`
+	LastStatusCode    *int                  `json:"last_status_code"`
+	LastError         *string               `json:"last_error"`
+	Attempts          []DeliveryAttemptView `json:"attempts"`
+}
+
+// View returns the delivery's representation with the attempts it carries.
+func (d *Delivery) View() WebhookDeliveryView {
+	v := WebhookDeliveryView{ID: d.ID, Object: "webhook_delivery", CreatedAt: d.CreatedAt, WebhookEndpointID: d.EndpointID,
+		EventID: d.EventID, EventType: d.EventType, Status: d.Status, AttemptCount: d.Attempts,
+		LastError: nullable(d.LastError), Attempts: make([]DeliveryAttemptView, 0, len(d.History))}
+	if d.Status == DeliveryPending {
+		v.NextAttemptAt = d.NextAttemptAt
+	}
+	if d.LastStatusCode != 0 {
+		c := d.LastStatusCode
+		v.LastStatusCode = &c
+	}
+	for _, a := range d.History {
+		av := DeliveryAttemptView{Attempt: a.Attempt, CreatedAt: a.CreatedAt, DurationMS: a.DurationMS,
+			ResponseSnippet: a.ResponseSnippet, Error: nullable(a.Error), NextAttemptAt: a.NextAttemptAt}
+		if a.StatusCode != 0 {
+			c := a.StatusCode
+			av.StatusCode = &c
+		}
+		v.Attempts = append(v.Attempts, av)
+	}
+	return v
 }
 
 // EventView is the event object delivered to webhooks and subscriptions.
@@ -118,8 +180,12 @@ func NewEvent(typ, orgID, projectID string, env Environment, subjectID string, o
 	if err != nil {
 		return nil, err
 	}
-	return &Event{ID: NewID(PrefixEvent), Type: typ, OrganizationID: orgID, ProjectID: projectID,
-		Environment: env, SubjectID: subjectID, Data: data, CreatedAt: at}, nil
+	e := &Event{ID: NewID(PrefixEvent), Type: typ, OrganizationID: orgID, ProjectID: projectID,
+		Environment: env, SubjectID: subjectID, Data: data, CreatedAt: at}
+	if strings.HasPrefix(subjectID, PrefixFile) {
+		e.FileID = subjectID // a file's own events (its upload's included) are in its history
+	}
+	return e, nil
 }
 
 func nullable(s string) *string {

@@ -9,13 +9,25 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/filemill/filemill/domain/netguard"
 )
 
-// Webhooks manages webhook endpoints.
+// Webhooks manages webhook endpoints, relays the outbox to them and to live
+// subscribers, and makes the delivery attempts.
 type Webhooks struct {
 	Store  Store
 	Clock  Clock
 	Config Config
+	// Guard vets endpoint URLs at creation; nil checks their shape only.
+	Guard *netguard.Guard
+	// Bus carries relayed events to live subscribers; nil publishes nothing.
+	Bus EventBus
+	// Deliveries schedules delivery attempts; nil schedules nothing (the due-delivery
+	// sweep, or a test, drives them).
+	Deliveries DeliveryQueue
+	// Sender makes the HTTP requests of delivery attempts.
+	Sender WebhookSender
 }
 
 // NewWebhookEndpoint is the request to register an endpoint.
@@ -32,7 +44,7 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p *Principal, req NewWebh
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
 		return nil, err
 	}
-	if err := validateWebhookURL(req.URL); err != nil {
+	if err := w.vetURL(ctx, req.URL); err != nil {
 		return nil, err
 	}
 	if len(req.EnabledEvents) == 0 {
@@ -64,7 +76,7 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p *Principal, req NewWebh
 			return err
 		}
 		for _, e := range existing {
-			if e.URL == req.URL {
+			if e.URL == req.URL && e.Status == EndpointEnabled {
 				return &Error{Code: CodeConflict, Message: "an endpoint with this url is already registered",
 					Param: "url", Details: map[string]any{"webhook_endpoint_id": e.ID}}
 			}
@@ -137,6 +149,31 @@ func (w *Webhooks) DeleteEndpoint(ctx context.Context, p *Principal, id string) 
 	err := w.Store.DeleteWebhookEndpoint(ctx, id, w.Clock.Now())
 	if errors.Is(err, ErrNotFound) {
 		return NotFound("webhook endpoint")
+	}
+	return err
+}
+
+// vetURL checks an endpoint URL: its shape, and where it leads, with the same guard as
+// from_url. Codes: invalid_request (url), timeout (its name could not be resolved).
+func (w *Webhooks) vetURL(ctx context.Context, raw string) error {
+	if err := validateWebhookURL(raw); err != nil {
+		return err
+	}
+	g := w.Guard
+	if g == nil {
+		g = &netguard.Guard{}
+		if _, err := g.ParseURL(raw); err != nil {
+			return InvalidParam("url", "url %s", err.Error())
+		}
+		return nil
+	}
+	_, err := g.Check(ctx, raw)
+	var re *netguard.RefusedError
+	switch {
+	case errors.As(err, &re):
+		return InvalidParam("url", "url %s", re.Reason)
+	case errors.Is(err, netguard.ErrLookupTimeout):
+		return &Error{Code: CodeTimeout, Param: "url", Message: "the host of url could not be resolved in time"}
 	}
 	return err
 }

@@ -98,3 +98,79 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, v any, optional bool)
 	}
 	return true
 }
+
+func (s *Server) getWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	ep, err := s.svc.Webhooks.FindEndpoint(r.Context(), p, r.PathValue("webhook_endpoint_id"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep.View())
+}
+
+func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	e, err := s.svc.Webhooks.SendTest(r.Context(), p, r.PathValue("webhook_endpoint_id"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, e.View())
+}
+
+func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	ep, err := s.svc.Webhooks.RotateSecret(r.Context(), p, r.PathValue("webhook_endpoint_id"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	v := ep.View()
+	v.Secret = ep.Secret
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	page, err := pageFrom(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	list, err := s.svc.Webhooks.ListDeliveries(r.Context(), p, r.PathValue("webhook_endpoint_id"), page)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newList(list, (*domain.Delivery).View, func(d *domain.Delivery) string { return d.ID }))
+}
+
+func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	d, err := s.svc.Webhooks.RetryDelivery(r.Context(), p, r.PathValue("webhook_endpoint_id"), r.PathValue("delivery_id"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, d.View())
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	page, err := pageFrom(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	list, err := s.svc.Webhooks.ListEvents(r.Context(), p, domain.EventQuery{ProjectID: q.Get("project_id"), Type: q.Get("type"), Page: page})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newList(list, (*domain.Event).View, func(e *domain.Event) string { return e.ID }))
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	e, err := s.svc.Webhooks.FindEvent(r.Context(), p, r.PathValue("event_id"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e.View())
+}

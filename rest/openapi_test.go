@@ -49,6 +49,12 @@ var contractOperations = []string{
 	"DELETE /v1/webhook-endpoints/{webhook_endpoint_id}",
 	"POST /v1/webhook-endpoints/{webhook_endpoint_id}/test",
 	// Our additions.
+	"GET /v1/webhook-endpoints/{webhook_endpoint_id}",
+	"POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret",
+	"GET /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries",
+	"POST /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry",
+	"GET /v1/events",
+	"GET /v1/events/{event_id}",
 	"GET /v1/usage",
 	"GET /v1/operations",
 	"GET /v1/openapi.json",

@@ -90,7 +90,13 @@ func (s *Server) routes() {
 	s.api("GET /v1/webhook-endpoints", domain.ScopeWebhooksRead, s.listWebhookEndpoints)
 	s.api("POST /v1/webhook-endpoints", domain.ScopeWebhooksWrite, s.createWebhookEndpoint)
 	s.api("DELETE /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksWrite, s.deleteWebhookEndpoint)
-	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", domain.ScopeWebhooksWrite, notImplemented)
+	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksRead, s.getWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", domain.ScopeWebhooksWrite, s.testWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret", domain.ScopeWebhooksWrite, s.rotateWebhookSecret)
+	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries", domain.ScopeWebhooksRead, s.listWebhookDeliveries)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry", domain.ScopeWebhooksWrite, s.retryWebhookDelivery)
+	s.api("GET /v1/events", domain.ScopeWebhooksRead, s.listEvents)
+	s.api("GET /v1/events/{event_id}", domain.ScopeWebhooksRead, s.getEvent)
 
 	// Anything else under /v1 is a 404 in the contract's error shape, with the headers.
 	s.mux.Handle("/v1/", s.public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

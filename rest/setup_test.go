@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
@@ -63,6 +66,11 @@ type setupOpts struct {
 	// registry, when set, replaces the real registry; engines add to the real ones.
 	registry *domain.Registry
 	engines  map[string]domain.Engine
+	// guard vets webhook URLs at creation; nil checks their shape only.
+	guard *netguard.Guard
+	// webhooks, when set, runs the outbox relay and webhook delivery in-process,
+	// trusting these certificates and loopback receivers.
+	webhooks *x509.CertPool
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -105,19 +113,41 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	engines := map[string]domain.Engine{"inspect": engine}
 	maps.Copy(engines, o.engines)
 	prober := probe.New(probe.DefaultConfig())
-	svc = domain.NewServices(cfg, domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Registry: reg, Engines: engines, Pages: prober, Verifier: prober})
+	deps := domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
+		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Guard: o.guard}
+	var bus *jobs.LocalBus
+	var hooks *jobs.WebhookQueue
+	if o.webhooks != nil {
+		guard := &netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		sender := jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard, RootCAs: o.webhooks})
+		t.Cleanup(sender.Close)
+		bus, hooks = jobs.NewLocalBus(), jobs.NewWebhookQueue(redisOpt)
+		t.Cleanup(func() { hooks.Close() })
+		store.OnOutbox(bus.Nudge)
+		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = guard, bus, hooks, sender
+	}
+	svc = domain.NewServices(cfg, deps)
 	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	if o.worker {
+	if o.worker || o.webhooks != nil {
 		// Retries come quickly here; their spacing is the jobs package's concern.
-		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
+		cfg := jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
 			RetryDelayFunc:   func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
-			NotRunRetryDelay: 50 * time.Millisecond,
-			Pools:            jobs.EnginePools(reg, engines, func(string) int { return 4 })},
-			slog.New(slog.NewTextHandler(io.Discard, nil)))
-		jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
+			NotRunRetryDelay: 50 * time.Millisecond}
+		if o.worker {
+			cfg.Pools = jobs.EnginePools(reg, engines, func(string) int { return 4 })
+		}
+		if o.webhooks != nil {
+			cfg.Pools, cfg.TaskCheckInterval = append(cfg.Pools, jobs.WebhookPool(8)), 5*time.Millisecond
+		}
+		w := jobs.NewServer(redisOpt, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if o.worker {
+			jobs.RegisterTasks(w, svc, t.TempDir(), slog.Default())
+		}
+		if o.webhooks != nil {
+			jobs.RegisterWebhookTasks(w, svc, hooks, jobs.WebhookConfig{Nudges: bus.Nudges()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Shutdown)
 	}

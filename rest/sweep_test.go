@@ -16,7 +16,7 @@ import (
 type shiftedClock struct{ offset atomic.Int64 }
 
 func (c *shiftedClock) Now() time.Time {
-	return time.Now().UTC().Add(time.Duration(c.offset.Load()))
+	return time.Now().UTC().Add(time.Duration(c.offset.Load())).Truncate(time.Microsecond)
 }
 
 func (c *shiftedClock) advance(d time.Duration) { c.offset.Add(int64(d)) }

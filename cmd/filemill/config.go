@@ -42,7 +42,16 @@ type Config struct {
 	Engines []string
 	// EngineConcurrency overrides the jobs a worker runs at once per engine family.
 	EngineConcurrency map[string]int
-	Domain            domain.Config
+	// Office and OCR are the settings of those engines' pools.
+	OfficeInstances, OfficeConversions int
+	OfficeTimeout, OfficeQueueTimeout  time.Duration
+	OfficeMemoryLimit                  int64
+	OCRParallel, OCRDPI, OCRMaxPages   int
+	// WebhookConcurrency is how many delivery attempts a worker process makes at once;
+	// WebhookEndpointConcurrency how many of them may go to one endpoint.
+	WebhookConcurrency         int
+	WebhookEndpointConcurrency int
+	Domain                     domain.Config
 }
 
 // setting describes one configuration value: its flag, its variable and its default.
@@ -57,6 +66,9 @@ type rawConfig struct {
 	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir             string
 	engines, engineConcurrency, jobTimeout, operationTimeouts                                  string
 	jobLease, sweepInterval                                                                    string
+	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory        string
+	ocrParallel, ocrDPI, ocrMaxPages                                                           string
+	eventRetention, webhookConcurrency, webhookEndpointConcurrency                             string
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -82,7 +94,18 @@ func (rc *rawConfig) settings() []setting {
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
 		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", "10ms", "how often an idle worker looks for jobs: the wait of a job on an idle worker against idle CPU", &rc.workerPoll},
 		{"job-lease", "FILEMILL_JOB_LEASE", "30s", "how long a worker's claim on a running job holds unrenewed; a job whose worker died runs again after it", &rc.jobLease},
+		{"office-instances", "FILEMILL_OFFICE_INSTANCES", "0", "LibreOffice instances a worker keeps warm for convert (0: the CPUs)", &rc.officeInstances},
+		{"office-conversions-per-instance", "FILEMILL_OFFICE_CONVERSIONS_PER_INSTANCE", "200", "an instance is replaced after this many conversions", &rc.officeConversions},
+		{"office-timeout", "FILEMILL_OFFICE_TIMEOUT", "2m", "one conversion on an instance, waiting for a free one not counted", &rc.officeTimeout},
+		{"office-queue-timeout", "FILEMILL_OFFICE_QUEUE_TIMEOUT", "5m", "longest wait for a free LibreOffice instance", &rc.officeQueueTimeout},
+		{"office-memory-limit", "FILEMILL_OFFICE_MEMORY_LIMIT", "4294967296", "address-space limit of each LibreOffice instance, bytes", &rc.officeMemory},
+		{"ocr-parallel", "FILEMILL_OCR_PARALLEL", "0", "pages of one OCR job recognised at once, one core each (0: the CPUs)", &rc.ocrParallel},
+		{"ocr-dpi", "FILEMILL_OCR_DPI", "300", "resolution PDF pages are rendered at for OCR", &rc.ocrDPI},
+		{"ocr-max-pages", "FILEMILL_OCR_MAX_PAGES", "500", "longest PDF OCR accepts", &rc.ocrMaxPages},
 		{"sweep-interval", "FILEMILL_SWEEP_INTERVAL", "30s", "how often workers look for jobs lost in an outage or with a dead worker, and run them again", &rc.sweepInterval},
+		{"event-retention", "FILEMILL_EVENT_RETENTION", "720h", "how long events are kept (GET /v1/events, file history) before they are swept", &rc.eventRetention},
+		{"webhook-concurrency", "FILEMILL_WEBHOOK_CONCURRENCY", "64", "webhook delivery attempts one worker process makes at once", &rc.webhookConcurrency},
+		{"webhook-endpoint-concurrency", "FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", "8", "of those, how many may go to one endpoint at once, so a slow endpoint cannot hold up the others", &rc.webhookEndpointConcurrency},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
 		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
@@ -170,6 +193,8 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 		{"FILEMILL_RATE_LIMIT_PER_MINUTE", rc.rateLimit, &c.Domain.DefaultRateLimit},
 		{"FILEMILL_PROJECT_CONCURRENCY_LIMIT", rc.concurrency, &c.Domain.DefaultConcurrencyLimit},
 		{"FILEMILL_WORKER_CONCURRENCY", rc.workerConcurrency, &c.WorkerConcurrency},
+		{"FILEMILL_WEBHOOK_CONCURRENCY", rc.webhookConcurrency, &c.WebhookConcurrency},
+		{"FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", rc.webhookEndpointConcurrency, &c.WebhookEndpointConcurrency},
 	}
 	for _, i := range ints {
 		n, err := strconv.Atoi(i.v)
@@ -180,6 +205,15 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.WorkerConcurrency < 0 {
 		return nil, errors.New("FILEMILL_WORKER_CONCURRENCY: must not be negative")
+	}
+	if c.WebhookConcurrency < 1 || c.WebhookConcurrency > 10000 {
+		return nil, errors.New("FILEMILL_WEBHOOK_CONCURRENCY: must be between 1 and 10000")
+	}
+	if c.WebhookEndpointConcurrency < 1 || c.WebhookEndpointConcurrency > c.WebhookConcurrency {
+		return nil, errors.New("FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY: must be between 1 and FILEMILL_WEBHOOK_CONCURRENCY")
+	}
+	if c.Domain.EventRetention, err = time.ParseDuration(rc.eventRetention); err != nil {
+		return nil, fmt.Errorf("FILEMILL_EVENT_RETENTION: %q is not a duration like 720h", rc.eventRetention)
 	}
 	if c.Domain.MaxFileSize, err = strconv.ParseInt(rc.maxFileSize, 10, 64); err != nil {
 		return nil, fmt.Errorf("FILEMILL_MAX_FILE_SIZE: %q is not a number of bytes", rc.maxFileSize)
@@ -230,10 +264,52 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 			}
 		}
 	}
+	if err := c.loadEngineSettings(rc); err != nil {
+		return nil, err
+	}
 	if err := c.Domain.Validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// loadEngineSettings reads the settings of the engines' pools.
+func (c *Config) loadEngineSettings(rc *rawConfig) error {
+	for _, i := range []struct {
+		name, v string
+		min     int
+		dst     *int
+	}{
+		{"FILEMILL_OFFICE_INSTANCES", rc.officeInstances, 0, &c.OfficeInstances},
+		{"FILEMILL_OFFICE_CONVERSIONS_PER_INSTANCE", rc.officeConversions, 1, &c.OfficeConversions},
+		{"FILEMILL_OCR_PARALLEL", rc.ocrParallel, 0, &c.OCRParallel},
+		{"FILEMILL_OCR_DPI", rc.ocrDPI, 72, &c.OCRDPI},
+		{"FILEMILL_OCR_MAX_PAGES", rc.ocrMaxPages, 1, &c.OCRMaxPages},
+	} {
+		n, err := strconv.Atoi(i.v)
+		if err != nil || n < i.min {
+			return fmt.Errorf("%s: %q is not an integer of at least %d", i.name, i.v, i.min)
+		}
+		*i.dst = n
+	}
+	for _, d := range []struct {
+		name, v string
+		dst     *time.Duration
+	}{
+		{"FILEMILL_OFFICE_TIMEOUT", rc.officeTimeout, &c.OfficeTimeout},
+		{"FILEMILL_OFFICE_QUEUE_TIMEOUT", rc.officeQueueTimeout, &c.OfficeQueueTimeout},
+	} {
+		v, err := time.ParseDuration(d.v)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("%s: %q is not a positive duration like 2m", d.name, d.v)
+		}
+		*d.dst = v
+	}
+	var err error
+	if c.OfficeMemoryLimit, err = strconv.ParseInt(rc.officeMemory, 10, 64); err != nil || c.OfficeMemoryLimit < 256<<20 {
+		return fmt.Errorf("FILEMILL_OFFICE_MEMORY_LIMIT: %q is not a number of bytes of at least 268435456", rc.officeMemory)
+	}
+	return nil
 }
 
 // parsePairs reads "name=value,name=value" into a map, naming the setting in errors.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/ocr"
+	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 	"github.com/filemill/filemill/jobs/ops/probe"
@@ -39,6 +42,33 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			c.Logger = log
 			return pdf.New(c)
 		},
+		"office": func() (domain.Engine, error) {
+			p, err := sharedPDFium()
+			if err != nil {
+				return nil, err
+			}
+			c := office.DefaultConfig()
+			if cfg.OfficeInstances > 0 {
+				c.Instances = cfg.OfficeInstances
+			}
+			c.ConversionsPerInstance, c.Timeout, c.QueueTimeout = cfg.OfficeConversions, cfg.OfficeTimeout, cfg.OfficeQueueTimeout
+			c.MemoryLimit = cfg.OfficeMemoryLimit
+			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
+			return office.New(c)
+		},
+		"ocr": func() (domain.Engine, error) {
+			p, err := sharedPDFium()
+			if err != nil {
+				return nil, err
+			}
+			c := ocr.DefaultConfig()
+			if cfg.OCRParallel > 0 {
+				c.Parallel = cfg.OCRParallel
+			}
+			c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
+			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
+			return ocr.New(c)
+		},
 		"render": func() (domain.Engine, error) {
 			p, err := sharedPDFium()
 			if err != nil {
@@ -52,8 +82,11 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 	out := map[string]domain.Engine{}
 	closeAll := func() {
 		for _, e := range out {
-			if c, ok := e.(interface{ Close() error }); ok {
+			switch c := e.(type) {
+			case interface{ Close() error }:
 				_ = c.Close()
+			case interface{ Close() }:
+				c.Close()
 			}
 		}
 		if pool != nil {
@@ -79,6 +112,15 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 	return out, closeAll, nil
 }
 
+// renderPageWith renders PDF pages for the engines that read them as images, on the
+// shared PDFium pool.
+func renderPageWith(p *pdfium.Pool) func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error {
+	return func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error {
+		_, err := p.RenderPage(ctx, pdfPath, page, pdfium.ImageOptions{RenderOptions: pdfium.RenderOptions{DPI: float64(dpi)}, Format: format}, out)
+		return err
+	}
+}
+
 // defaultEngineConcurrency is how many jobs of a family a worker runs at once, per CPU,
 // unless FILEMILL_ENGINE_CONCURRENCY says otherwise: light work more, heavy work (a
 // LibreOffice instance or a multi-page OCR per job) less.
@@ -98,7 +140,18 @@ func engineConcurrency(cfg *Config) func(family string) int {
 	}
 }
 
-// newProber counts pages at completion and verifies engine outputs.
+// newProber counts pages at completion (PDFs, and office documents whose count is
+// cheap to read) and verifies engine outputs.
 func newProber() *probe.Prober {
-	return probe.New(probe.DefaultConfig())
+	p := probe.New(probe.DefaultConfig())
+	for _, ext := range []string{"docx", "pptx", "odt", "odp"} {
+		p.CountWith(ext, func(_ context.Context, path string) (int, error) {
+			n, ok := office.CountPages(path, domain.Format{Extension: ext})
+			if !ok {
+				return 0, fmt.Errorf("no page count in this %s", ext)
+			}
+			return n, nil
+		})
+	}
+	return p
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
@@ -52,7 +53,18 @@ type app struct {
 	engines  map[string]domain.Engine // the engine families this process runs
 	// closeEngines stops the engines' pools and processes.
 	closeEngines func()
-	svc          *domain.Services
+	// The event stream and webhook delivery.
+	bus      eventBus
+	webhooks *jobs.WebhookQueue
+	sender   *jobs.HTTPSender
+	svc      *domain.Services
+}
+
+// eventBus is the domain's bus and the relay's nudge.
+type eventBus interface {
+	domain.EventBus
+	Nudge()
+	Nudges() <-chan struct{}
 }
 
 // logRepeatInterval: a failure that repeats (a dependency down) is logged once per
@@ -154,9 +166,22 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 		}
 	}
 	prober := newProber()
+	// The embedded default is one process: its stream stays in it. Otherwise every
+	// process shares Redis pub/sub, so a relay in any worker reaches subscribers in any
+	// API process.
+	if a.embedded != nil {
+		a.bus = jobs.NewLocalBus()
+	} else {
+		a.bus = jobs.NewRedisBus(a.redis, a.log)
+	}
+	a.store.OnOutbox(a.bus.Nudge)
+	a.webhooks = jobs.NewWebhookQueue(a.redisOpt)
+	guard := &netguard.Guard{Allow: cfg.OutboundAllowCIDRs}
+	a.sender = jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard})
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
 		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
-		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober})
+		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober,
+		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender})
 	return a, nil
 }
 
@@ -179,6 +204,15 @@ func (a *app) close() {
 	}
 	if a.queue != nil {
 		a.queue.Close()
+	}
+	if a.webhooks != nil {
+		a.webhooks.Close()
+	}
+	if a.sender != nil {
+		a.sender.Close()
+	}
+	if c, ok := a.bus.(interface{ Close() error }); ok {
+		c.Close()
 	}
 	if a.redis != nil {
 		a.redis.Close()
@@ -223,10 +257,17 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	var worker *jobs.Server
 	if roles&roleWorker != 0 {
 		pools := jobs.EnginePools(a.registry, a.engines, engineConcurrency(cfg))
+		// Webhook attempts have a pool of their own, so endpoints that are slow to answer
+		// never take the slots jobs run in.
+		pools = append(pools, jobs.WebhookPool(cfg.WebhookConcurrency))
 		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency,
 			TaskCheckInterval: cfg.WorkerPollInterval, Pools: pools,
-			SweepInterval: cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
+			// Retries are due every few seconds (the first webhook retry after 5 s).
+			DelayedTaskCheckInterval: time.Second,
+			SweepInterval:            cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
+		jobs.RegisterWebhookTasks(worker, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
+			Nudges: a.bus.Nudges()}, log)
 		worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)

@@ -3,7 +3,8 @@
 // ever becoming a way into the platform's own networks (SSRF).
 //
 // It imports domain and the standard library only; it must never import rest, graph,
-// db, jobs or storage. cmd reads FILEMILL_OUTBOUND_ALLOW_CIDRS (ParseAllowCIDRs) and the
+// db, jobs or storage. The address rules live in domain/netguard, shared with webhook
+// delivery. cmd reads FILEMILL_OUTBOUND_ALLOW_CIDRS (ParseAllowCIDRs) and the
 // timeouts into a Config and wires New(cfg) into domain.Uploads.
 //
 // # How a fetch is made safe

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/netguard"
 )
 
 // Resolver turns a host name into addresses. *net.Resolver is one; tests give their own.
@@ -82,27 +83,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ParseAllowCIDRs reads FILEMILL_OUTBOUND_ALLOW_CIDRS: networks separated by commas or
-// spaces; a bare address stands for itself alone.
-func ParseAllowCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		if !strings.Contains(f, "/") {
-			a, err := netip.ParseAddr(f)
-			if err != nil {
-				return nil, fmt.Errorf("FILEMILL_OUTBOUND_ALLOW_CIDRS: %q is not an address or CIDR network", f)
-			}
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return nil, fmt.Errorf("FILEMILL_OUTBOUND_ALLOW_CIDRS: %q is not a CIDR network", f)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
-}
+// ParseAllowCIDRs reads FILEMILL_OUTBOUND_ALLOW_CIDRS (see netguard.ParseAllowCIDRs).
+func ParseAllowCIDRs(s string) ([]netip.Prefix, error) { return netguard.ParseAllowCIDRs(s) }
 
 // Fetcher fetches public HTTPS URLs. It is safe for concurrent use.
 type Fetcher struct {
@@ -212,7 +194,7 @@ func (f *Fetcher) check(ctx context.Context, rawURL string) (*target, error) {
 		port = uint16(n)
 	}
 	t := &target{host: host, port: port}
-	addr, isIP, err := parseHostIP(host)
+	addr, isIP, err := netguard.ParseHostIP(host)
 	switch {
 	case err != nil && strings.Contains(host, "%"):
 		return nil, refuse("from_url must not carry an IPv6 zone")
@@ -222,8 +204,8 @@ func (f *Fetcher) check(ctx context.Context, rawURL string) (*target, error) {
 		if addr.Zone() != "" {
 			return nil, refuse("from_url must not carry an IPv6 zone")
 		}
-		if r := vetAddr(addr, f.cfg.AllowCIDRs); r != "" {
-			return nil, refuse("from_url host %s is %s, a %s; private and internal networks are not fetched", host, addr, describe(r))
+		if r := netguard.VetAddr(addr, f.cfg.AllowCIDRs); r != "" {
+			return nil, refuse("from_url host %s is %s, a %s; private and internal networks are not fetched", host, addr, netguard.Describe(r))
 		}
 		t.addrs = []netip.Addr{addr}
 		// Canonical form, so that the Host header and certificate check name the IP
@@ -237,7 +219,7 @@ func (f *Fetcher) check(ctx context.Context, rawURL string) (*target, error) {
 		}
 		u.Host = canon
 	default:
-		if !validHostName(host) {
+		if !netguard.ValidHostName(host) {
 			return nil, refuse("the host of from_url, %q, is not a valid host name (write international names in their xn-- form)", host)
 		}
 		if t.addrs, err = f.resolve(ctx, host); err != nil {
@@ -247,20 +229,6 @@ func (f *Fetcher) check(ctx context.Context, rawURL string) (*target, error) {
 	u.Fragment, u.RawFragment = "", ""
 	t.url = u
 	return t, nil
-}
-
-func validHostName(h string) bool {
-	if len(h) > 253 {
-		return false
-	}
-	for _, c := range []byte(h) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.', c == '_':
-		default:
-			return false
-		}
-	}
-	return !strings.HasPrefix(h, ".") && !strings.Contains(h, "..")
 }
 
 // resolve looks host up once and vets every address: one bad address refuses the whole
@@ -284,10 +252,10 @@ func (f *Fetcher) resolve(ctx context.Context, host string) ([]netip.Addr, error
 		return nil, refuse("the host of from_url, %s, does not resolve", host)
 	}
 	for _, a := range addrs {
-		if r := vetAddr(a, f.cfg.AllowCIDRs); r != "" {
+		if r := netguard.VetAddr(a, f.cfg.AllowCIDRs); r != "" {
 			// The address itself is not echoed: it is what our DNS says, not what the
 			// user gave.
-			return nil, refuse("from_url host %s resolves to a %s; private and internal networks are not fetched", host, describe(r))
+			return nil, refuse("from_url host %s resolves to a %s; private and internal networks are not fetched", host, netguard.Describe(r))
 		}
 	}
 	return addrs, nil
@@ -305,8 +273,8 @@ func (f *Fetcher) do(ctx context.Context, t *target) (*http.Response, error) {
 			if err != nil {
 				return refuse("from_url could not be connected to")
 			}
-			if r := vetAddr(ap.Addr(), f.cfg.AllowCIDRs); r != "" {
-				return refuse("from_url host %s resolves to a %s; private and internal networks are not fetched", t.host, describe(r))
+			if r := netguard.VetAddr(ap.Addr(), f.cfg.AllowCIDRs); r != "" {
+				return refuse("from_url host %s resolves to a %s; private and internal networks are not fetched", t.host, netguard.Describe(r))
 			}
 			return nil
 		},

@@ -6,6 +6,8 @@ package catalog
 import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ops/ocr"
+	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/render"
 )
@@ -16,12 +18,31 @@ func Operations() [][]domain.OperationSpec {
 		inspect.Specs(),
 		pdf.Specs(),
 		render.Specs(),
+		office.Specs(),
+		ocr.Specs(),
 	}
 }
 
 // Presets are the presets of the contract.
 func Presets() []domain.PresetSpec {
-	return nil
+	return []domain.PresetSpec{document()}
+}
+
+// document makes a compact PDF of any document: what is not a PDF yet is converted
+// first, then compressed.
+func document() domain.PresetSpec {
+	var toPDF []string
+	for _, f := range office.InputFormats {
+		if f != "pdf" {
+			toPDF = append(toPDF, f)
+		}
+	}
+	return domain.PresetSpec{Name: "document", InputFormats: office.InputFormats,
+		Description: "A compact PDF of any document: office documents, HTML, Markdown, text and images are converted to PDF, then compressed (pdf.compress, medium).",
+		Steps: []domain.StepSpec{
+			{Name: "convert", Operation: "convert", Options: `{"format":"pdf"}`, When: toPDF, Intermediate: true},
+			{Name: "compress", Operation: "pdf.compress", Options: `{"level":"medium"}`},
+		}}
 }
 
 // Registry returns the registry of every operation and preset.

@@ -1,4 +1,4 @@
-package fetch
+package netguard
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 // errNotIPv4 says a host that ends in a number is not an IPv4 address either.
 var errNotIPv4 = errors.New("not a valid IPv4 address")
 
-// parseHostIP reads host as an IP literal. isIP is false for a host name (to be
+// ParseHostIP reads host as an IP literal. isIP is false for a host name (to be
 // resolved). A host whose last label is a number is an IPv4 attempt, as in the WHATWG
 // URL standard: no real top-level domain is numeric, and the C resolver would read it
 // with inet_aton, so it is read here the same way or refused (err).
-func parseHostIP(host string) (addr netip.Addr, isIP bool, err error) {
+func ParseHostIP(host string) (addr netip.Addr, isIP bool, err error) {
 	if strings.Contains(host, ":") {
 		a, err := netip.ParseAddr(host)
 		if err != nil {
@@ -187,10 +187,10 @@ func embeddedV4(a netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// vetAddr returns why a must not be connected to, or "" when it may be. allow lists
+// VetAddr returns why a must not be connected to, or "" when it may be. allow lists
 // networks the operator opened although private; it is consulted for the address and for
 // the IPv4 address it carries.
-func vetAddr(a netip.Addr, allow []netip.Prefix) string {
+func VetAddr(a netip.Addr, allow []netip.Prefix) string {
 	if !a.IsValid() {
 		return "invalid"
 	}
@@ -243,9 +243,9 @@ func vetAddr(a netip.Addr, allow []netip.Prefix) string {
 	return ""
 }
 
-// describe turns a reason into a noun phrase: "private (unique local)" becomes
+// Describe turns a reason into a noun phrase: "private (unique local)" becomes
 // "private address (unique local)".
-func describe(reason string) string {
+func Describe(reason string) string {
 	if i := strings.Index(reason, " ("); i >= 0 {
 		return reason[:i] + " address" + reason[i:]
 	}

@@ -1,0 +1,634 @@
+package ocr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	_ "image/gif" // pixel limits are read from the headers before tesseract decodes
+	_ "image/jpeg"
+	_ "image/png"
+
+	pdfapi "github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
+
+	"github.com/filemill/filemill/domain"
+)
+
+func init() { pdfapi.DisableConfigDir() }
+
+// EngineName is the engine family: its queue and its unit of availability.
+const EngineName = "ocr"
+
+// Output kinds of options.outputs.
+const (
+	OutputText  = "text"
+	OutputWords = "words"
+	OutputPDF   = "pdf"
+)
+
+// RenderPageFunc renders one page (1-based) of a PDF at dpi into out, in format
+// png, jpeg or webp. The platform plugs the PDF engine's renderer in here.
+type RenderPageFunc func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error
+
+// Config bounds one OCR run. Zero fields take the defaults.
+type Config struct {
+	// TessdataDir holds the *.traineddata language files; default $TESSDATA_PREFIX or
+	// Debian's /usr/share/tesseract-ocr/5/tessdata.
+	TessdataDir string
+	// Parallel is how many pages of one job are recognised at once, each on one core
+	// (the job's share of cores); default the number of cores.
+	Parallel int
+	// MaxIdle is how many loaded tesseract instances are kept between jobs (each holds
+	// its language data, ~30–100 MB); default Parallel.
+	MaxIdle int
+	// DPI is the resolution PDF pages are rendered at for recognition; default 300.
+	DPI int
+	// MaxPages refuses longer PDFs with unsupported_input; default 500.
+	MaxPages int
+	// MaxPixels refuses larger page images with unsupported_input; default 100 MP.
+	MaxPixels int64
+	// RenderPage renders a PDF page for recognition; nil makes PDF input unsupported.
+	// CountPDFPages counts a PDF's pages; nil uses pdfcpu.
+	RenderPage    RenderPageFunc
+	CountPDFPages func(ctx context.Context, pdfPath string) (int, error)
+}
+
+// DefaultConfig returns the settings used when nothing is configured.
+func DefaultConfig() Config {
+	dir := os.Getenv("TESSDATA_PREFIX")
+	if dir == "" {
+		dir = "/usr/share/tesseract-ocr/5/tessdata"
+	}
+	return Config{
+		TessdataDir: dir,
+		Parallel:    runtime.NumCPU(),
+		DPI:         300,
+		MaxPages:    500,
+		MaxPixels:   100_000_000,
+	}
+}
+
+// Validate names the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Parallel < 0:
+		return errors.New("ocr: Parallel must not be negative")
+	case c.MaxIdle < 0:
+		return errors.New("ocr: MaxIdle must not be negative")
+	case c.DPI != 0 && (c.DPI < 70 || c.DPI > 600):
+		return errors.New("ocr: DPI must be within 70–600")
+	case c.MaxPages < 0, c.MaxPixels < 0:
+		return errors.New("ocr: limits must not be negative")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.TessdataDir == "" {
+		c.TessdataDir = d.TessdataDir
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = d.Parallel
+	}
+	if c.MaxIdle <= 0 {
+		c.MaxIdle = c.Parallel
+	}
+	if c.DPI <= 0 {
+		c.DPI = d.DPI
+	}
+	if c.MaxPages <= 0 {
+		c.MaxPages = d.MaxPages
+	}
+	if c.MaxPixels <= 0 {
+		c.MaxPixels = d.MaxPixels
+	}
+	return c
+}
+
+// Options are the options of ocr.
+type Options struct {
+	Languages []string `json:"languages,omitempty" doc:"Languages of the text, as tesseract names them (eng, deu, fra, chi_sim, …), from the language data installed on the workers; default [\"eng\"]." schema:"maxItems=8"`
+	Outputs   []string `json:"outputs,omitempty" doc:"What to produce: text (plain text, pages separated by form feeds), words (JSON: each word with its box and confidence), pdf (a searchable PDF: the page images with an invisible text layer); default [\"text\"]." schema:"enum=text|words|pdf,maxItems=3"`
+}
+
+var langName = regexp.MustCompile(`^[a-z]{3}(_[a-z]+)*$`)
+
+// Validate checks the shapes of the options; whether a language is installed is
+// known on the worker only, and checked there.
+func (o Options) Validate() error {
+	for i, l := range o.Languages {
+		if !langName.MatchString(l) {
+			return domain.InvalidParam("options.languages", "languages[%d] %q is not a tesseract language name (such as eng or chi_sim)", i, l)
+		}
+		if slices.Contains(o.Languages[:i], l) {
+			return domain.InvalidParam("options.languages", "languages lists %q twice", l)
+		}
+	}
+	for i, out := range o.Outputs {
+		switch out {
+		case OutputText, OutputWords, OutputPDF:
+		default:
+			return domain.InvalidParam("options.outputs", "outputs[%d] must be text, words or pdf", i)
+		}
+		if slices.Contains(o.Outputs[:i], out) {
+			return domain.InvalidParam("options.outputs", "outputs lists %q twice", out)
+		}
+	}
+	if o.Outputs != nil && len(o.Outputs) == 0 {
+		return domain.InvalidParam("options.outputs", "outputs must name at least one of text, words, pdf")
+	}
+	return nil
+}
+
+// InputFormats are the inputs ocr takes.
+var InputFormats = []string{"pdf", "image/png", "image/jpeg", "image/tiff", "image/bmp", "image/gif", "image/webp"}
+
+// Specs declares the operations the engine serves.
+func Specs() []domain.OperationSpec {
+	return []domain.OperationSpec{{
+		Name:   "ocr",
+		Engine: EngineName,
+		Description: "Recognises text in scans and images with tesseract: plain text, words with boxes and " +
+			"confidences, and a searchable PDF. PDFs are rendered and recognised page by page; priced per page.",
+		Options:      Options{},
+		InputFormats: InputFormats,
+		Price:        domain.Price{Credits: 2, Per: "page"},
+	}}
+}
+
+// Engine is the OCR engine. It is safe for concurrent use; Close frees the loaded
+// language data.
+type Engine struct {
+	cfg  Config
+	pool apiPool
+}
+
+var _ domain.Engine = (*Engine)(nil)
+
+// New returns an OCR engine. Language data is loaded on first use and kept.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Engine{cfg: cfg, pool: apiPool{datapath: cfg.TessdataDir, max: cfg.MaxIdle, idle: map[string][]*api{}}}, nil
+}
+
+// Close frees the idle tesseract instances.
+func (e *Engine) Close() { e.pool.close() }
+
+// Version is libtesseract's version, e.g. "tesseract 5.3.0".
+func (e *Engine) Version() string { return "tesseract " + tessVersion() }
+
+// Languages lists the installed language data (osd, the script detector, excluded).
+func (e *Engine) Languages() ([]string, error) {
+	ents, err := os.ReadDir(e.cfg.TessdataDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ent := range ents {
+		if l, ok := strings.CutSuffix(ent.Name(), ".traineddata"); ok && l != "osd" {
+			out = append(out, l)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Check reports whether tesseract can load English (the default language) here.
+func (e *Engine) Check(ctx context.Context) error {
+	langs, err := e.Languages()
+	if err != nil || !slices.Contains(langs, "eng") {
+		return fmt.Errorf("ocr: no English language data in %s (apt-get install tesseract-ocr-eng)", e.cfg.TessdataDir)
+	}
+	a, err := e.pool.get("eng")
+	if err != nil {
+		return err
+	}
+	e.pool.put(a)
+	return nil
+}
+
+// ThreadLimit is OpenMP's thread limit in this process. Recognition runs each page
+// single-threaded regardless; OMP_THREAD_LIMIT=1 in the worker's environment keeps
+// other OpenMP users in the process from oversubscribing the cores too.
+func (e *Engine) ThreadLimit() int { return ompThreadLimit() }
+
+// WordsPage is one page of words.json.
+type WordsPage struct {
+	Page   int    `json:"page"`
+	Width  int    `json:"width"`  // of the recognised image, in pixels
+	Height int    `json:"height"` // idem
+	DPI    int    `json:"dpi,omitempty"`
+	Words  []Word `json:"words"`
+}
+
+// WordsReport is the content of words.json.
+type WordsReport struct {
+	Languages []string    `json:"languages"`
+	Pages     []WordsPage `json:"pages"`
+}
+
+// Run recognises in.Path (an image, or a PDF page by page).
+//
+// Errors: invalid_request (options.languages) for a language not installed;
+// unsupported_input for a PDF over MaxPages, an image over MaxPixels, PDF input
+// without a renderer; corrupted_file for an unreadable image or PDF; encrypted_file
+// for a password-protected PDF; output_validation_failed when the searchable PDF does
+// not verify; ctx's error when it ends first.
+func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
+	if in.Operation != "ocr" {
+		return nil, fmt.Errorf("ocr: unknown operation %q", in.Operation)
+	}
+	var o Options
+	if len(in.Options) > 0 {
+		if err := json.Unmarshal(in.Options, &o); err != nil {
+			return nil, domain.InvalidParam("options", "options must be a JSON object: %v", err)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if len(o.Languages) == 0 {
+		o.Languages = []string{"eng"}
+	}
+	if len(o.Outputs) == 0 {
+		o.Outputs = []string{OutputText}
+	}
+	installed, err := e.Languages()
+	if err != nil {
+		return nil, fmt.Errorf("ocr: language data: %w", err)
+	}
+	for _, l := range o.Languages {
+		if !slices.Contains(installed, l) {
+			return nil, domain.InvalidParam("options.languages", "language %q is not installed (installed: %s)", l, strings.Join(installed, ", "))
+		}
+	}
+
+	j := &job{e: e, in: in, langs: strings.Join(o.Languages, "+"),
+		words: slices.Contains(o.Outputs, OutputWords), pdf: slices.Contains(o.Outputs, OutputPDF)}
+	if err := j.plan(ctx); err != nil {
+		return nil, err
+	}
+	if err := j.recognize(ctx); err != nil {
+		return nil, err
+	}
+	return j.write(ctx, o)
+}
+
+// job is one run: its pages and their results.
+type job struct {
+	e       *Engine
+	in      domain.EngineInput
+	langs   string
+	words   bool
+	pdf     bool
+	isPDF   bool
+	pages   int
+	scratch string
+	results []*pageResult
+}
+
+func (j *job) plan(ctx context.Context) error {
+	j.scratch = filepath.Join(j.in.WorkDir, ".ocr")
+	if err := os.MkdirAll(j.scratch, 0o700); err != nil {
+		return err
+	}
+	if j.in.Format.MIMEType == "application/pdf" {
+		if j.e.cfg.RenderPage == nil {
+			return domain.Errorf(domain.CodeUnsupportedInput, "PDF input is not available on this worker")
+		}
+		n, err := j.e.countPDF(ctx, j.in.Path)
+		if err != nil {
+			if strings.Contains(strings.ToLower(err.Error()), "password") {
+				return domain.Errorf(domain.CodeEncryptedFile, "the PDF is password-protected")
+			}
+			return domain.Errorf(domain.CodeCorruptedFile, "the PDF cannot be read")
+		}
+		if n < 1 {
+			return domain.Errorf(domain.CodeCorruptedFile, "the PDF has no pages")
+		}
+		if n > j.e.cfg.MaxPages {
+			return domain.Errorf(domain.CodeUnsupportedInput, "the PDF has %d pages; ocr takes at most %d", n, j.e.cfg.MaxPages)
+		}
+		j.isPDF, j.pages = true, n
+	} else {
+		if err := j.e.checkImage(j.in.Path); err != nil {
+			return err
+		}
+		j.pages = 1
+	}
+	j.results = make([]*pageResult, j.pages)
+	return nil
+}
+
+func (e *Engine) countPDF(ctx context.Context, path string) (n int, err error) {
+	if e.cfg.CountPDFPages != nil {
+		return e.cfg.CountPDFPages(ctx, path)
+	}
+	defer func() {
+		if p := recover(); p != nil { // pdfcpu panics on some malformed input
+			err = fmt.Errorf("pdf: %v", p)
+		}
+	}()
+	return pdfapi.PageCountFile(path)
+}
+
+// checkImage refuses an image that cannot be read or is over the pixel limit, from
+// its headers, before tesseract decodes it.
+func (e *Engine) checkImage(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > e.cfg.MaxPixels {
+		return domain.Errorf(domain.CodeUnsupportedInput, "the image is larger than %d pixels", e.cfg.MaxPixels)
+	}
+	if cfg.Width < 1 || cfg.Height < 1 {
+		return domain.Errorf(domain.CodeCorruptedFile, "the image is empty")
+	}
+	return nil
+}
+
+// recognize runs the pages on up to Parallel workers, each with its own tesseract
+// instance (language data loaded once per instance, instances kept between jobs).
+func (j *job) recognize(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for p := range j.pages {
+			select {
+			case next <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		done     int
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	for range min(j.e.cfg.Parallel, j.pages) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := j.e.pool.get(j.langs)
+			if err != nil {
+				fail(err)
+				return
+			}
+			healthy := true
+			defer func() {
+				if healthy {
+					j.e.pool.put(a)
+				} else {
+					a.close()
+				}
+			}()
+			for p := range next {
+				res, err := j.page(ctx, a, p)
+				if err != nil {
+					// A cancelled recognition may leave the instance mid-page.
+					healthy = !errors.Is(err, errCancelled) && ctx.Err() == nil
+					fail(err)
+					return
+				}
+				mu.Lock()
+				j.results[p] = res
+				done++
+				pct := done * 100 / j.pages
+				mu.Unlock()
+				if j.in.Progress != nil {
+					j.in.Progress(pct)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil && firstErr == nil {
+		return err
+	}
+	if firstErr != nil {
+		if pctx := context.Cause(ctx); firstErr == context.Canceled && pctx != nil {
+			return pctx
+		}
+		return firstErr
+	}
+	return nil
+}
+
+// page renders (for a PDF) and recognises page p (0-based).
+func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
+	img := j.in.Path
+	if j.isPDF {
+		img = filepath.Join(j.scratch, fmt.Sprintf("page-%d.png", p+1))
+		if err := j.e.cfg.RenderPage(ctx, j.in.Path, p+1, j.e.cfg.DPI, "png", img); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("ocr: render page %d: %w", p+1, err)
+		}
+		if err := j.e.checkImage(img); err != nil {
+			return nil, err
+		}
+		defer os.Remove(img)
+	}
+	pdfBase := ""
+	if j.pdf {
+		pdfBase = filepath.Join(j.scratch, fmt.Sprintf("page-%d", p+1))
+	}
+	res, err := a.page(ctx, img, j.dpi(), j.words, pdfBase, j.e.cfg.TessdataDir)
+	if errors.Is(err, errUnreadableImage) {
+		return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+	}
+	return res, err
+}
+
+// dpi is the resolution of the recognised images when known (rendered PDF pages);
+// for an image tesseract reads it from the file or estimates it.
+func (j *job) dpi() int {
+	if j.isPDF {
+		return j.e.cfg.DPI
+	}
+	return 0
+}
+
+func (j *job) write(ctx context.Context, o Options) (*domain.EngineOutput, error) {
+	base := outputBase(j.in.Filename)
+	out := &domain.EngineOutput{Units: j.pages}
+	for _, kind := range o.Outputs {
+		switch kind {
+		case OutputText:
+			texts := make([]string, len(j.results))
+			for i, r := range j.results {
+				texts[i] = strings.TrimRight(r.text, "\n") + "\n"
+			}
+			// Pages are separated by a form feed, as pdftotext does.
+			path := filepath.Join(j.in.WorkDir, base+".txt")
+			if err := os.WriteFile(path, []byte(strings.Join(texts, "\f")), 0o600); err != nil {
+				return nil, err
+			}
+			out.Artifacts = append(out.Artifacts, domain.EngineArtifact{Name: base + ".txt", MIMEType: "text/plain; charset=utf-8", Path: path})
+		case OutputWords:
+			rep := WordsReport{Languages: strings.Split(j.langs, "+")}
+			for i, r := range j.results {
+				words := r.words
+				if words == nil {
+					words = []Word{}
+				}
+				rep.Pages = append(rep.Pages, WordsPage{Page: i + 1, Width: r.width, Height: r.height, DPI: j.dpi(), Words: words})
+			}
+			b, err := json.MarshalIndent(rep, "", " ")
+			if err != nil {
+				return nil, err
+			}
+			path := filepath.Join(j.in.WorkDir, base+".words.json")
+			if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+				return nil, err
+			}
+			out.Artifacts = append(out.Artifacts, domain.EngineArtifact{Name: base + ".words.json", MIMEType: "application/json", Path: path})
+		case OutputPDF:
+			path := filepath.Join(j.in.WorkDir, base+".pdf")
+			if err := j.mergePDF(ctx, path); err != nil {
+				return nil, err
+			}
+			out.Artifacts = append(out.Artifacts, domain.EngineArtifact{Name: base + ".pdf", MIMEType: "application/pdf", Path: path})
+		}
+	}
+	if err := os.RemoveAll(j.scratch); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergePDF joins the page PDFs in order and verifies the page count.
+func (j *job) mergePDF(ctx context.Context, out string) (err error) {
+	var parts []string
+	for p := range j.pages {
+		parts = append(parts, filepath.Join(j.scratch, fmt.Sprintf("page-%d.pdf", p+1)))
+	}
+	if len(parts) == 1 {
+		err = os.Rename(parts[0], out)
+	} else {
+		err = func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("pdfcpu: %v", p)
+				}
+			}()
+			return pdfapi.MergeCreateFile(parts, out, false, model.NewDefaultConfiguration())
+		}()
+	}
+	if err != nil {
+		return fmt.Errorf("ocr: assemble the searchable PDF: %w", err)
+	}
+	if n, err := j.e.countPDF(ctx, out); err != nil || n != j.pages {
+		return domain.Errorf(domain.CodeOutputValidationFailed, "the searchable PDF does not verify")
+	}
+	return nil
+}
+
+// outputBase is the download name's stem: the uploaded name without its extension.
+func outputBase(filename string) string {
+	b := strings.TrimSuffix(filepath.Base(filename), filepath.Ext(filename))
+	b = strings.Map(func(r rune) rune {
+		if r < 0x20 || strings.ContainsRune(`/\:*?"<>|`, r) {
+			return '_'
+		}
+		return r
+	}, b)
+	if b == "" || b == "." || b == ".." {
+		return "document"
+	}
+	return b
+}
+
+// apiPool keeps loaded tesseract instances per language set between pages and jobs.
+type apiPool struct {
+	datapath string
+	max      int
+
+	mu   sync.Mutex
+	idle map[string][]*api
+	n    int // idle instances
+}
+
+func (p *apiPool) get(langs string) (*api, error) {
+	p.mu.Lock()
+	if l := p.idle[langs]; len(l) > 0 {
+		a := l[len(l)-1]
+		p.idle[langs] = l[:len(l)-1]
+		p.n--
+		p.mu.Unlock()
+		return a, nil
+	}
+	p.mu.Unlock()
+	return newAPI(p.datapath, langs)
+}
+
+func (p *apiPool) put(a *api) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n >= p.max {
+		// Make room by dropping an instance of another language set, else this one.
+		for k, l := range p.idle {
+			if k != a.langs && len(l) > 0 {
+				l[0].close()
+				p.idle[k] = l[1:]
+				p.n--
+				break
+			}
+		}
+		if p.n >= p.max {
+			a.close()
+			return
+		}
+	}
+	p.idle[a.langs] = append(p.idle[a.langs], a)
+	p.n++
+}
+
+func (p *apiPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, l := range p.idle {
+		for _, a := range l {
+			a.close()
+		}
+		delete(p.idle, k)
+	}
+	p.n = 0
+}

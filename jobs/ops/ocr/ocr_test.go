@@ -1,0 +1,337 @@
+package ocr_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/draw"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/ocr"
+	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
+)
+
+func TestMain(m *testing.M) {
+	for _, tool := range []string{"pdftoppm", "pdftotext"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			fmt.Fprintf(os.Stderr, "%s is missing: apt-get install -y --no-install-recommends poppler-utils\n", tool)
+			os.Exit(1)
+		}
+	}
+	if _, err := os.Stat("/usr/share/tesseract-ocr/5/tessdata/eng.traineddata"); err != nil && os.Getenv("TESSDATA_PREFIX") == "" {
+		fmt.Fprintln(os.Stderr, "English language data is missing: apt-get install -y --no-install-recommends tesseract-ocr-eng libtesseract-dev")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// pdftoppm plays the platform's renderer: poppler's rasteriser, a real tool.
+func pdftoppm(ctx context.Context, pdf string, page, dpi int, format, out string) error {
+	if format != "png" {
+		return fmt.Errorf("pdftoppm: %s output not used here", format)
+	}
+	cmd := exec.CommandContext(ctx, "pdftoppm", "-png", "-gray", "-singlefile", "-r", strconv.Itoa(dpi),
+		"-f", strconv.Itoa(page), "-l", strconv.Itoa(page), pdf, strings.TrimSuffix(out, ".png"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pdftoppm: %v: %s", err, b)
+	}
+	return nil
+}
+
+var (
+	engOnce sync.Once
+	eng     *ocr.Engine
+)
+
+func engine(t *testing.T) *ocr.Engine {
+	t.Helper()
+	engOnce.Do(func() {
+		cfg := ocr.DefaultConfig()
+		cfg.RenderPage = pdftoppm
+		e, err := ocr.New(cfg)
+		require.NoError(t, err)
+		eng = e
+	})
+	return eng
+}
+
+func run(t *testing.T, e *ocr.Engine, path string, opts ocr.Options, progress func(int)) (*domain.EngineOutput, error) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	work := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, os.Mkdir(work, 0o700))
+	raw, _ := json.Marshal(opts)
+	out, err := e.Run(context.Background(), domain.EngineInput{
+		Operation: "ocr", Options: raw, Path: path, Filename: filepath.Base(path),
+		Format: domain.Detect(b[:min(len(b), domain.DetectSniffBytes)]), ByteSize: int64(len(b)),
+		WorkDir: work, Progress: progress,
+	})
+	if err == nil {
+		for _, a := range out.Artifacts {
+			require.Equal(t, work, filepath.Dir(a.Path))
+		}
+		ents, _ := os.ReadDir(work)
+		require.Len(t, ents, len(out.Artifacts), "no scratch files are left")
+	}
+	return out, err
+}
+
+func artifact(t *testing.T, out *domain.EngineOutput, name string) string {
+	t.Helper()
+	for _, a := range out.Artifacts {
+		if a.Name == name {
+			return a.Path
+		}
+	}
+	t.Fatalf("no artifact %s in %+v", name, out.Artifacts)
+	return ""
+}
+
+// accuracy is the share of want's words found, in order, in got (a longest common
+// subsequence over words, so a dropped or garbled word costs one).
+func accuracy(want []string, got string) float64 {
+	g := strings.Fields(got)
+	prev := make([]int, len(g)+1)
+	for _, w := range want {
+		cur := make([]int, len(g)+1)
+		for j, x := range g {
+			if strings.Trim(x, ".,;:") == w {
+				cur[j+1] = prev[j] + 1
+			} else {
+				cur[j+1] = max(cur[j], prev[j+1])
+			}
+		}
+		prev = cur
+	}
+	return float64(prev[len(g)]) / float64(len(want))
+}
+
+func TestPageOfKnownTextGivesItsWordsBack(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	words := ocrtest.Text(1, 200)
+	dir := t.TempDir()
+	page := ocrtest.WritePNG(t, dir, "scan.png", ocrtest.Page(t, ocrtest.Lines(words, 10)))
+
+	var progress []int
+	out, err := run(t, e, page, ocr.Options{Outputs: []string{"text", "words", "pdf"}}, func(p int) { progress = append(progress, p) })
+	require.NoError(t, err)
+	require.Equal(t, 1, out.Units, "priced per page")
+	require.Equal(t, []int{100}, progress)
+
+	text, err := os.ReadFile(artifact(t, out, "scan.txt"))
+	require.NoError(t, err)
+	acc := accuracy(words, string(text))
+	require.GreaterOrEqual(t, acc, 0.98, "word accuracy %.3f; got %q", acc, text)
+
+	var rep ocr.WordsReport
+	b, err := os.ReadFile(artifact(t, out, "scan.words.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Pages, 1)
+	require.Equal(t, ocrtest.Width, rep.Pages[0].Width)
+	var got []string
+	for _, w := range rep.Pages[0].Words {
+		got = append(got, w.Text)
+		require.Greater(t, w.Confidence, 0.0)
+		require.LessOrEqual(t, w.Confidence, 100.0)
+		require.True(t, w.BBox[0] < w.BBox[2] && w.BBox[1] < w.BBox[3], "a real box: %v", w.BBox)
+		require.GreaterOrEqual(t, w.BBox[0], 250, "words sit right of the left margin")
+	}
+	require.GreaterOrEqual(t, accuracy(words, strings.Join(got, " ")), 0.98)
+	first := rep.Pages[0].Words[0]
+	require.InDelta(t, 300, first.BBox[0], 20, "the first word starts where it was drawn")
+
+	pdf := artifact(t, out, "scan.pdf")
+	// -raw: the text layer in its content order (tesseract writes it word by word).
+	layer, err := exec.Command("pdftotext", "-raw", pdf, "-").Output()
+	require.NoError(t, err, "the searchable PDF reads")
+	require.GreaterOrEqual(t, accuracy(words, string(layer)), 0.98, "the text layer holds the words: %q", layer)
+}
+
+func TestTwoPageScanGivesTwoPagesInOrder(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	dir := t.TempDir()
+	w1, w2 := ocrtest.Text(2, 60), ocrtest.Text(3, 60)
+	w1[0], w2[0] = "FIRSTPAGE", "SECONDPAGE"
+	p1 := ocrtest.WritePNG(t, dir, "p1.png", ocrtest.Page(t, ocrtest.Lines(w1, 10)))
+	p2 := ocrtest.WritePNG(t, dir, "p2.png", ocrtest.Page(t, ocrtest.Lines(w2, 10)))
+	pdf := ocrtest.PDF(t, []string{p1, p2}, filepath.Join(dir, "scan.pdf"))
+
+	var mu sync.Mutex
+	var progress []int
+	out, err := run(t, e, pdf, ocr.Options{Outputs: []string{"text", "pdf"}}, func(p int) { mu.Lock(); progress = append(progress, p); mu.Unlock() })
+	require.NoError(t, err)
+	require.Equal(t, 2, out.Units)
+	require.ElementsMatch(t, []int{50, 100}, progress, "page-wise progress")
+
+	text, err := os.ReadFile(artifact(t, out, "scan.txt"))
+	require.NoError(t, err)
+	pages := strings.Split(string(text), "\f")
+	require.Len(t, pages, 2, "one form feed between two pages")
+	require.GreaterOrEqual(t, accuracy(w1, pages[0]), 0.98, "page 1: %q", pages[0])
+	require.GreaterOrEqual(t, accuracy(w2, pages[1]), 0.98, "page 2: %q", pages[1])
+
+	searchable := artifact(t, out, "scan.pdf")
+	for i, w := range [][]string{w1, w2} {
+		layer, err := exec.Command("pdftotext", "-raw", "-f", strconv.Itoa(i+1), "-l", strconv.Itoa(i+1), searchable, "-").Output()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, accuracy(w, string(layer)), 0.98, "page %d of the searchable PDF", i+1)
+	}
+	info, err := exec.Command("pdfinfo", searchable).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(info), "Pages:           2")
+}
+
+func TestSparsePageIsRetriedWithSparseSegmentation(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	// A few isolated labels scattered over an empty page, as on a form or a chart.
+	img := ocrtest.Page(t, nil)
+	labels := []string{"north", "valve", "seven"}
+	for i, l := range labels {
+		src := ocrtest.Page(t, []string{l})
+		// Move each label far from the others.
+		r := image.Rect(300, 250, 900, 330)
+		draw.Draw(img, r.Add(image.Pt(i*700, i*1200)), src, r.Min, draw.Src)
+	}
+	page := ocrtest.WritePNG(t, t.TempDir(), "labels.png", img)
+	out, err := run(t, e, page, ocr.Options{}, nil)
+	require.NoError(t, err)
+	text, err := os.ReadFile(artifact(t, out, "labels.txt"))
+	require.NoError(t, err)
+	for _, l := range labels {
+		require.Contains(t, string(text), l)
+	}
+}
+
+func TestBlankPageGivesEmptyTextNotAnError(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	page := ocrtest.WritePNG(t, t.TempDir(), "blank.png", ocrtest.Page(t, nil))
+	out, err := run(t, e, page, ocr.Options{Outputs: []string{"text", "words"}}, nil)
+	require.NoError(t, err)
+	text, err := os.ReadFile(artifact(t, out, "blank.txt"))
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(text)))
+}
+
+func TestOCRErrors(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	dir := t.TempDir()
+	page := ocrtest.WritePNG(t, dir, "p.png", ocrtest.Page(t, []string{"hello"}))
+
+	_, err := run(t, e, page, ocr.Options{Languages: []string{"xyz"}}, nil)
+	require.Equal(t, domain.CodeInvalidRequest, domain.ErrorCode(err))
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, "options.languages", de.Param)
+	require.Contains(t, de.Message, "eng", "names what is installed")
+
+	require.Error(t, ocr.Options{Outputs: []string{"html"}}.Validate())
+	require.Error(t, ocr.Options{Languages: []string{"../etc"}}.Validate())
+	require.Error(t, ocr.Options{Outputs: []string{}}.Validate())
+
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	cut := filepath.Join(dir, "cut.png")
+	require.NoError(t, os.WriteFile(cut, b[:40], 0o600))
+	_, err = run(t, e, cut, ocr.Options{}, nil)
+	require.Equal(t, domain.CodeCorruptedFile, domain.ErrorCode(err), "%v", err)
+
+	pdf := ocrtest.PDF(t, []string{page}, filepath.Join(dir, "p.pdf"))
+	pb, err := os.ReadFile(pdf)
+	require.NoError(t, err)
+	cutPDF := filepath.Join(dir, "cut.pdf")
+	require.NoError(t, os.WriteFile(cutPDF, pb[:len(pb)/3], 0o600))
+	_, err = run(t, e, cutPDF, ocr.Options{}, nil)
+	require.Equal(t, domain.CodeCorruptedFile, domain.ErrorCode(err), "%v", err)
+
+	locked := filepath.Join(dir, "locked.pdf")
+	qb, err := exec.Command("qpdf", "--encrypt", "user", "owner", "256", "--", pdf, locked).CombinedOutput()
+	require.NoError(t, err, "qpdf (apt-get install qpdf): %s", qb)
+	_, err = run(t, e, locked, ocr.Options{}, nil)
+	require.Equal(t, domain.CodeEncryptedFile, domain.ErrorCode(err), "%v", err)
+
+	small, err := ocr.New(ocr.Config{MaxPixels: 1000})
+	require.NoError(t, err)
+	defer small.Close()
+	_, err = run(t, small, page, ocr.Options{}, nil)
+	require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err))
+	_, err = run(t, small, pdf, ocr.Options{}, nil)
+	require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err), "PDF input needs a renderer")
+}
+
+func TestCancelledRunReturnsPromptly(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	dir := t.TempDir()
+	var pngs []string
+	for i := range 6 {
+		pngs = append(pngs, ocrtest.WritePNG(t, dir, fmt.Sprintf("p%d.png", i), ocrtest.Page(t, ocrtest.Lines(ocrtest.Text(i, 300), 10))))
+	}
+	pdf := ocrtest.PDF(t, pngs, filepath.Join(dir, "six.pdf"))
+	b, err := os.ReadFile(pdf)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var once sync.Once
+	work := t.TempDir()
+	res := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, domain.EngineInput{Operation: "ocr", Path: pdf, Filename: "six.pdf",
+			Format: domain.Detect(b[:min(len(b), domain.DetectSniffBytes)]), WorkDir: work,
+			Progress: func(int) { once.Do(func() { close(started) }) }})
+		res <- err
+	}()
+	select {
+	case <-started: // a page is done: others are mid-recognition
+	case err := <-res:
+		t.Fatalf("the run ended before any page was done: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-res:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not stop after cancellation")
+	}
+	// The engine still works afterwards.
+	page := ocrtest.WritePNG(t, dir, "after.png", ocrtest.Page(t, []string{"still working fine"}))
+	out, err := run(t, e, page, ocr.Options{}, nil)
+	require.NoError(t, err)
+	text, _ := os.ReadFile(artifact(t, out, "after.txt"))
+	require.Contains(t, string(text), "still working fine")
+}
+
+func TestCheckVersionLanguages(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	require.NoError(t, e.Check(context.Background()))
+	require.Regexp(t, `^tesseract 5\.`, e.Version())
+	langs, err := e.Languages()
+	require.NoError(t, err)
+	require.Contains(t, langs, "eng")
+	require.NotContains(t, langs, "osd")
+	missing, err := ocr.New(ocr.Config{TessdataDir: t.TempDir()})
+	require.NoError(t, err)
+	require.Error(t, missing.Check(context.Background()))
+	specs := ocr.Specs()
+	require.Len(t, specs, 1)
+	require.Equal(t, domain.Price{Credits: 2, Per: "page"}, specs[0].Price)
+	require.Equal(t, "ocr", specs[0].Engine)
+}

@@ -1,0 +1,111 @@
+// Package ocrtest makes scanned-looking pages for tests and benchmarks: known text
+// drawn with a real font onto a Letter page at 300 dpi, and PDFs of such pages. It is
+// for tests only.
+package ocrtest
+
+import (
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/opentype"
+	"golang.org/x/image/math/fixed"
+)
+
+// FontPath is the font pages are drawn with (Debian's fonts-dejavu-core).
+const FontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+// Letter at 300 dpi.
+const (
+	Width  = 2550
+	Height = 3300
+	DPI    = 300
+)
+
+// Page draws lines of text (12 pt at 300 dpi) on a white Letter page, in gray.
+func Page(tb testing.TB, lines []string) *image.Gray {
+	tb.Helper()
+	b, err := os.ReadFile(FontPath)
+	if err != nil {
+		tb.Fatalf("%s is missing: apt-get install -y --no-install-recommends fonts-dejavu-core", FontPath)
+	}
+	f, err := opentype.Parse(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	face, err := opentype.NewFace(f, &opentype.FaceOptions{Size: 12, DPI: DPI, Hinting: font.HintingFull})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer face.Close()
+	img := image.NewGray(image.Rect(0, 0, Width, Height))
+	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
+	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.Black), Face: face}
+	lineHeight := 80 // 1.6 × the 50 px em
+	for i, l := range lines {
+		d.Dot = fixed.P(300, 300+i*lineHeight)
+		d.DrawString(l)
+	}
+	return img
+}
+
+// Lines groups words into lines of n words.
+func Lines(words []string, n int) []string {
+	var out []string
+	for i := 0; i < len(words); i += n {
+		out = append(out, strings.Join(words[i:min(i+n, len(words))], " "))
+	}
+	return out
+}
+
+// Text is a page of ordinary English words, distinct per seed, for accuracy checks.
+func Text(seed, n int) []string {
+	vocab := strings.Fields(`the quick brown fox jumps over lazy dog while seven bright
+	students carefully measure copper wire inside their small laboratory every morning before
+	breakfast and afterwards write clear reports about electric current voltage resistance
+	temperature pressure volume motion energy light sound water river mountain forest garden
+	window table chair paper pencil number letter market village harbour station bridge`)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = vocab[(seed*7+i*13)%len(vocab)]
+	}
+	return out
+}
+
+// WritePNG writes img to dir/name and returns the path.
+func WritePNG(tb testing.TB, dir, name string, img image.Image) string {
+	tb.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := png.Encode(f, img); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// PDF puts each PNG on a Letter page of its own, as a scanner's PDF does (img2pdf,
+// which embeds the images losslessly), and returns the path.
+func PDF(tb testing.TB, pngs []string, out string) string {
+	tb.Helper()
+	if _, err := exec.LookPath("img2pdf"); err != nil {
+		tb.Fatal("img2pdf is missing: apt-get install -y --no-install-recommends img2pdf")
+	}
+	args := append([]string{"--pagesize", "Letter", "-o", out}, pngs...)
+	if b, err := exec.Command("img2pdf", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("img2pdf: %v: %s", err, b)
+	}
+	return out
+}

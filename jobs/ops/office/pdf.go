@@ -1,0 +1,130 @@
+package office
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
+	_ "image/gif"  // image → PDF inputs re-encoded as PNG
+	_ "image/jpeg" // and output verification
+
+	"github.com/filemill/filemill/domain"
+)
+
+func init() { api.DisableConfigDir() }
+
+// countPDF counts a PDF's pages with the configured counter, or pdfcpu.
+func (e *Engine) countPDF(ctx context.Context, path string) (n int, err error) {
+	if e.cfg.CountPDFPages != nil {
+		return e.cfg.CountPDFPages(ctx, path)
+	}
+	defer func() {
+		// pdfcpu signals some malformed input by panicking.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("pdf: %v", p)
+		}
+	}()
+	return api.PageCountFile(path)
+}
+
+// checkPDF refuses a PDF input that cannot be read or needs a password.
+func (e *Engine) checkPDF(ctx context.Context, path string) error {
+	n, err := e.countPDF(ctx, path)
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "password") {
+			return domain.Errorf(domain.CodeEncryptedFile, "the PDF is password-protected")
+		}
+		return domain.Errorf(domain.CodeCorruptedFile, "the PDF cannot be read")
+	}
+	if n < 1 {
+		return domain.Errorf(domain.CodeCorruptedFile, "the PDF has no pages")
+	}
+	return nil
+}
+
+// pdfcpuImage lists the image types pdfcpu embeds as they are; others are re-encoded
+// as PNG first.
+var pdfcpuImage = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/tiff": ".tif", "image/webp": ".webp"}
+
+// imageToPDF puts the image on one page of its own size.
+func (c *conversion) imageToPDF(ctx context.Context) (*domain.EngineOutput, error) {
+	f, err := os.Open(c.in.Path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, _, err := image.DecodeConfig(f)
+	f.Close()
+	if err != nil {
+		return nil, domain.Errorf(domain.CodeUnsupportedInput, "convert cannot read this image type")
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > c.e.cfg.MaxPixels {
+		return nil, domain.Errorf(domain.CodeUnsupportedInput, "the image is larger than %d pixels", c.e.cfg.MaxPixels)
+	}
+	// pdfcpu picks the decoder by the file's extension.
+	ext, ok := pdfcpuImage[c.in.Format.MIMEType]
+	src, err := c.scratch("image" + ext)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if err := os.Symlink(c.in.Path, src); err != nil {
+			return nil, err
+		}
+	} else if err := reencodePNG(c.in.Path, src+".png"); err != nil {
+		return nil, err
+	} else {
+		src += ".png"
+	}
+	imp := pdfcpu.DefaultImportConfig()
+	imp.Pos = types.Full // the page takes the image's size
+	out := filepath.Join(c.in.WorkDir, c.base+".pdf")
+	if err := importImage(src, out, imp); err != nil {
+		return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+	}
+	if n, err := c.e.countPDF(ctx, out); err != nil || n != 1 {
+		return nil, domain.Errorf(domain.CodeOutputValidationFailed, "the PDF made from the image does not verify")
+	}
+	return single(c.base+".pdf", "application/pdf", out), nil
+}
+
+func importImage(src, out string, imp *pdfcpu.Import) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("pdfcpu: %v", p)
+		}
+	}()
+	return api.ImportImagesFile([]string{src}, out, imp, model.NewDefaultConfiguration())
+}
+
+func reencodePNG(in, out string) error {
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+	}
+	w, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(w, img); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}

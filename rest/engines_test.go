@@ -1,0 +1,146 @@
+package rest_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/office"
+	"github.com/filemill/filemill/jobs/ops/office/officetest"
+	"github.com/filemill/filemill/jobs/ops/pdf"
+	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
+)
+
+// These tests run real engines behind the API and a worker: what a user gets from the
+// PDF and office operations and the presets made of them.
+
+func engineSetup(t *testing.T) *bundle {
+	t.Helper()
+	pdfEngine, err := pdf.New(pdf.DefaultConfig())
+	require.NoError(t, err)
+	oc := office.DefaultConfig()
+	oc.Instances = 1
+	officeEngine, err := office.New(oc)
+	require.NoError(t, err)
+	t.Cleanup(officeEngine.Close)
+	return setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"pdf": pdfEngine, "office": officeEngine}})
+}
+
+// pdfText is what pdftotext, an independent reader, finds in a PDF.
+func pdfText(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.pdf")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	out, err := exec.Command("pdftotext", "-layout", path, "-").CombinedOutput()
+	require.NoError(t, err, "pdftotext (poppler-utils) must be installed: %s", out)
+	return string(out)
+}
+
+func TestMergeThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	first := b.readyFile(b.liveA, "a.pdf", pdftest.TextPages("alpha-1", "alpha-2"))
+	second := b.readyFile(b.liveA, "b.pdf", pdftest.TextPages("bravo-1"))
+	third := b.readyFile(b.liveA, "c.pdf", pdftest.TextPages("charlie-1", "charlie-2", "charlie-3"))
+	theirs := b.readyFile(b.keyB, "d.pdf", pdftest.TextPages("delta-1"))
+
+	jobsBefore := len(b.do(req{method: "GET", path: "/v1/jobs?limit=100", key: b.liveA}).json(t)["data"].([]any))
+	r := b.createJob(b.liveA, map[string]any{"file_id": first, "operation": "pdf.merge", "options": map[string]any{"file_ids": []string{second, theirs}}})
+	require.Equal(t, 404, r.status, string(r.body))
+	require.Equal(t, "options.file_ids[1]", r.json(t)["error"].(map[string]any)["param"])
+	require.Len(t, b.do(req{method: "GET", path: "/v1/jobs?limit=100", key: b.liveA}).json(t)["data"], jobsBefore, "nothing created")
+
+	r = b.createJob(b.liveA, map[string]any{"file_id": first, "operation": "pdf.merge", "options": map[string]any{"file_ids": []string{third, second}}})
+	require.Equal(t, 202, r.status, string(r.body))
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	text := pdfText(t, b.artifactBody(b.liveA, j, 0))
+	var order []int
+	for _, label := range []string{"alpha-1", "alpha-2", "charlie-1", "charlie-2", "charlie-3", "bravo-1"} {
+		i := strings.Index(text, label)
+		require.GreaterOrEqual(t, i, 0, "%s is in the merged PDF", label)
+		order = append(order, i)
+	}
+	require.IsIncreasing(t, order, "the job's file, then file_ids in order")
+	require.Equal(t, 6, strings.Count(text, "\f"), "six pages")
+}
+
+func TestDamagedInputsFailUncharged(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	good := pdftest.TextPages("one", "two")
+	before := b.account(b.orgA.Organization.ID)
+	truncated := b.readyFile(b.liveA, "cut.pdf", good[:len(good)/2])
+	fine := b.readyFile(b.liveA, "fine.pdf", good)
+
+	r := b.createJob(b.liveA, map[string]any{"file_id": truncated, "operation": "pdf.split", "options": map[string]any{"every": 1}})
+	require.Equal(t, 202, r.status, string(r.body))
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "failed", j["state"])
+	e := j["error"].(map[string]any)
+	require.Equal(t, domain.CodeCorruptedFile, e["code"])
+	require.NotContains(t, e["message"], "pdfcpu", "a parser's words never reach the client")
+
+	// A batch with a damaged member completes, the member failing on its own.
+	r = b.do(req{method: "POST", path: "/v1/batches", key: b.liveA, idem: idem(),
+		body: map[string]any{"file_ids": []string{fine, truncated}, "operation": "pdf.compress"}})
+	require.Equal(t, 202, r.status, string(r.body))
+	var bt map[string]any
+	require.Eventually(t, func() bool {
+		bt = b.do(req{method: "GET", path: "/v1/batches/" + r.json(t)["id"].(string), key: b.liveA}).json(t)
+		return bt["state"] == "completed"
+	}, 2*time.Minute, 50*time.Millisecond)
+	items := bt["items"].([]any)
+	require.Equal(t, "succeeded", items[0].(map[string]any)["state"])
+	require.Equal(t, "failed", items[1].(map[string]any)["state"])
+	require.Equal(t, domain.CodeCorruptedFile, items[1].(map[string]any)["error"].(map[string]any)["code"])
+	after := b.account(b.orgA.Organization.ID)
+	require.Equal(t, before.Used+1, after.Used, "only the compressed member is charged")
+	require.Zero(t, after.Reserved)
+}
+
+func TestDocumentPresetMakesACompressedPDF(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	doc := officetest.DOCX(t, [][]string{{"Quarterly figures for the northern region"}, {"Second page of the report"}})
+	file := b.readyFile(b.liveA, "report.docx", doc)
+	r := b.createJob(b.liveA, map[string]any{"file_id": file, "preset": "document"})
+	require.Equal(t, 202, r.status, string(r.body))
+	require.EqualValues(t, 5+1, r.json(t)["credits_reserved"], "convert then compress")
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	var pdfIndex = -1
+	for i, a := range j["artifacts"].([]any) {
+		a := a.(map[string]any)
+		require.Equal(t, "compress", a["step"], "the converted PDF is intermediate; only the compressed one is kept")
+		if a["mime_type"] == "application/pdf" {
+			pdfIndex = i
+		}
+	}
+	require.GreaterOrEqual(t, pdfIndex, 0, "a PDF came out: %v", j["artifacts"])
+	text := pdfText(t, b.artifactBody(b.liveA, j, pdfIndex))
+	require.Contains(t, text, "Quarterly figures for the northern region", "the compress step read the convert step's PDF")
+	require.Contains(t, text, "Second page of the report")
+
+	// A PDF skips the conversion and costs only the compression.
+	pdfFile := b.readyFile(b.liveA, "already.pdf", pdftest.TextPages("already a PDF"))
+	r = b.createJob(b.liveA, map[string]any{"file_id": pdfFile, "preset": "document"})
+	require.Equal(t, 202, r.status, string(r.body))
+	require.EqualValues(t, 1, r.json(t)["credits_reserved"])
+	j = b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	var report map[string]any
+	for i, a := range j["artifacts"].([]any) {
+		if a.(map[string]any)["mime_type"] == "application/json" {
+			require.NoError(t, json.Unmarshal(b.artifactBody(b.liveA, j, i), &report))
+		}
+	}
+	require.Contains(t, report, "bytes_before")
+}
