@@ -1,6 +1,10 @@
 package domain
 
-import "context"
+import (
+	"context"
+	"slices"
+	"strings"
+)
 
 // Reads of many objects at once, for lists and for the GraphQL door's loaders: a page
 // of jobs with their files and artifacts is a fixed number of reads, whatever its size.
@@ -101,4 +105,36 @@ func (w *Webhooks) GetEndpoint(ctx context.Context, p *Principal, id string) (*W
 		return nil, err
 	}
 	return w.FindEndpoint(ctx, p, id)
+}
+
+// StreamableEvents are the event types a live subscription may ask for: those webhooks
+// carry, the steps before them, and running jobs' progress.
+var StreamableEvents = append(slices.Clone(SubscribableEvents), EventJobQueued, EventJobRunning, EventJobProgress,
+	EventUploadOpened, EventUploadAborted)
+
+// AuthorizeEventStream decides a live subscription to a project's events (the key's own
+// project by default), as GET /v1/events decides a list of them, and returns its topic
+// and the types to pass on (those webhooks carry when none are asked for).
+// Codes: insufficient_scope, invalid_request (project_id, types), not_found,
+// key_restricted.
+func (w *Webhooks) AuthorizeEventStream(ctx context.Context, p *Principal, projectID string, types []string) (string, []string, error) {
+	if err := p.RequireScope(ScopeWebhooksRead); err != nil {
+		return "", nil, err
+	}
+	for _, t := range types {
+		if !slices.Contains(StreamableEvents, t) {
+			return "", nil, InvalidParam("types", "unknown event type %q (known: %s)", t, strings.Join(StreamableEvents, ", "))
+		}
+	}
+	if len(types) == 0 {
+		types = SubscribableEvents
+	}
+	if projectID != "" && !ValidID(PrefixProject, projectID) {
+		return "", nil, InvalidParam("project_id", "project_id must be a prj_ id")
+	}
+	prj, err := p.ResolveProject(ctx, w.Store, projectID)
+	if err != nil {
+		return "", nil, err
+	}
+	return ProjectTopic(prj.ID, p.Environment()), types, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,17 +21,9 @@ import (
 // nothing committed after that read is missed. Events older than what was sent are
 // skipped; a subject that reaches its end state ends the subscription.
 
-// EventStream is the live event stream subscriptions read: every committed state change
-// and running jobs' progress, whichever process made them.
-type EventStream interface {
-	Subscribe(ctx context.Context, topics ...string) (EventSubscription, error)
-}
-
-// EventSubscription receives the events of its topics until Close.
-type EventSubscription interface {
-	Events() <-chan *domain.Event
-	Close()
-}
+// EventStream is the live event stream subscriptions read (the domain's bus): every
+// committed state change and running jobs' progress, whichever process made them.
+type EventStream = domain.EventBus
 
 // liveConn is what one websocket connection holds: its key, how many subscriptions it
 // runs, and the means to end it when the key stops being valid.
@@ -308,7 +301,7 @@ func (r *Resolver) subscribeBatch(ctx context.Context, id string) (<-chan *domai
 		return ptr(b.View(jobs)), nil
 	}
 	return stream(ctx, r, []string{id}, read, func(ctx context.Context, e *domain.Event, cur *domain.BatchView) (**domain.BatchView, error) {
-		if !strings.HasPrefix(e.Type, "job.") || e.Type == "job.progress" {
+		if !strings.HasPrefix(e.Type, "job.") || e.Type == domain.EventJobProgress {
 			return nil, nil
 		}
 		v, err := read(ctx)
@@ -336,5 +329,15 @@ func batchSame(a, b *domain.BatchView) bool {
 
 // subscribeEvents: a project's events of the types asked for, as they happen.
 func (r *Resolver) subscribeEvents(ctx context.Context, projectID string, types []string) (<-chan *domain.EventView, error) {
-	return nil, domain.Errorf(domain.CodeNotImplemented, "events subscriptions are not available on this deployment yet")
+	p := principal(ctx)
+	topic, types, err := r.svc.Webhooks.AuthorizeEventStream(ctx, p, projectID, types)
+	if err != nil {
+		return nil, err
+	}
+	return stream(ctx, r, []string{topic}, nil, func(_ context.Context, e *domain.Event, _ *domain.EventView) (**domain.EventView, error) {
+		if !slices.Contains(types, e.Type) {
+			return nil, nil
+		}
+		return ptr(ptr(e.View())), nil
+	}, func(*domain.EventView) bool { return false })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,13 +15,18 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
-// queryCounter counts the statements the store sends.
+// queryCounter counts the statements the store sends for requests: the relay's rounds
+// over the outbox, running beside them, are left out.
 type queryCounter struct{ n atomic.Int64 }
 
 func (c *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
 	return ctx
 }
 func (c *queryCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	q := strings.ToLower(strings.TrimSpace(e.Query))
+	if q == "begin" || q == "commit" || q == "rollback" || strings.Contains(q, "event_outbox") {
+		return
+	}
 	if e.Err == nil || e.Err == sql.ErrNoRows {
 		c.n.Add(1)
 	}
@@ -68,6 +74,11 @@ func TestPageOfJobsIsAFixedNumberOfQueries(t *testing.T) {
 	require.NoError(t, err)
 	b.finishedJobs(100, 10)
 
+	// The relay's work on what the setup wrote would mingle with the requests'.
+	require.Eventually(t, func() bool {
+		n, err := b.store.DB().NewSelect().Table("event_outbox").Count(context.Background())
+		return err == nil && n == 0
+	}, time.Minute, 20*time.Millisecond)
 	var c queryCounter
 	b.store.DB().AddQueryHook(&c)
 	count := func(n int) int64 {

@@ -125,7 +125,11 @@ func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimite
 				return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{s.presentError(ctx, err)}})
 			}
 		}
-		if p != nil && loadersFrom(ctx) == nil {
+		return next(ctx)
+	})
+	// Loaders live for one response: a subscription's next message reads afresh.
+	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		if p := principal(ctx); p != nil {
 			ctx = context.WithValue(ctx, ctxLoaders, newLoaders(svc, p))
 		}
 		return next(ctx)

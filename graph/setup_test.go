@@ -39,7 +39,10 @@ type bundle struct {
 	t     *testing.T
 	store *db.Store
 	svc   *domain.Services
-	srv   *httptest.Server
+	bus   *jobs.LocalBus
+	// startWorker runs a worker in-process.
+	startWorker func()
+	srv         *httptest.Server
 	// Organization A with a live and a test key, organization B with a live key.
 	orgA, orgB         *domain.Bootstrap
 	liveA, testA, keyB string
@@ -75,8 +78,18 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	reg, err := catalog.Registry()
 	require.NoError(t, err)
 	engines := map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}
-	svc := domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Registry: reg, Engines: engines})
+	// The embedded default's event stream, fed by a relay of the outbox.
+	bus := jobs.NewLocalBus()
+	store.OnOutbox(bus.Nudge)
+	svc := domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Registry: reg, Engines: engines, Bus: bus})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		jobs.RunRelay(relayCtx, svc.Webhooks, jobs.WebhookConfig{Nudges: bus.Nudges(), RelayPoll: 50 * time.Millisecond}, quiet)
+	}()
+	t.Cleanup(func() { stopRelay(); <-relayDone })
 	limiter := rest.NewRedisRateLimiter(rdb)
 	gcfg := graph.DefaultServerConfig()
 	gcfg.StatusOf = rest.StatusOf
@@ -84,7 +97,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		o.gcfg(&gcfg)
 	}
 	require.NoError(t, gcfg.Validate())
-	gql := graph.NewServer(gcfg, svc, limiter, nil, quiet)
+	gql := graph.NewServer(gcfg, svc, limiter, bus, quiet)
 	api := rest.NewServer(rest.DefaultConfig(), svc, limiter, quiet)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())
@@ -92,14 +105,17 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	mux.Handle("/", api.Handler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	if o.worker {
+	b := &bundle{t: t, store: store, svc: svc, srv: srv, bus: bus}
+	b.startWorker = func() {
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
 			Pools: jobs.EnginePools(reg, engines, func(string) int { return 4 })}, quiet)
 		jobs.RegisterTasks(w, svc, t.TempDir(), quiet)
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Shutdown)
 	}
-	b := &bundle{t: t, store: store, svc: svc, srv: srv}
+	if o.worker {
+		b.startWorker()
+	}
 	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 1000)
 	require.NoError(t, err)
 	b.orgB, err = svc.Organizations.Bootstrap(ctx, "org-b", "main", 1000)

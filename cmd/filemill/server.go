@@ -286,7 +286,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		}, a.svc, limiter, log)
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
-		gql := graph.NewServer(gcfg, a.svc, limiter, nil, log)
+		gql := graph.NewServer(gcfg, a.svc, limiter, a.bus, log)
 		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
