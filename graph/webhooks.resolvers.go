@@ -38,6 +38,88 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string,
 
 // TestWebhookEndpoint is the resolver for the testWebhookEndpoint field.
 func (r *mutationResolver) TestWebhookEndpoint(ctx context.Context, id string, idempotencyKey *string) (*domain.EventView, error) {
-	// As in REST, until webhook delivery is part of the deployment.
-	return nil, domain.Errorf(domain.CodeNotImplemented, "testWebhookEndpoint is part of the contract but not available on this deployment yet")
+	if err := begin(ctx, idempotencyKey); err != nil {
+		return nil, err
+	}
+	e, err := r.svc.Webhooks.SendTest(ctx, principal(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(e.View()), nil
 }
+
+// RotateWebhookSecret is the resolver for the rotateWebhookSecret field.
+func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, idempotencyKey *string) (*model.RotateWebhookSecretPayload, error) {
+	if err := begin(ctx, idempotencyKey); err != nil {
+		return nil, err
+	}
+	ep, err := r.svc.Webhooks.RotateSecret(ctx, principal(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &model.RotateWebhookSecretPayload{WebhookEndpoint: ptr(ep.View()), Secret: ep.Secret}, nil
+}
+
+// RetryDelivery is the resolver for the retryDelivery field.
+func (r *mutationResolver) RetryDelivery(ctx context.Context, webhookEndpointID string, deliveryID string, idempotencyKey *string) (*domain.WebhookDeliveryView, error) {
+	if err := begin(ctx, idempotencyKey); err != nil {
+		return nil, err
+	}
+	d, err := r.svc.Webhooks.RetryDelivery(ctx, principal(ctx), webhookEndpointID, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(d.View()), nil
+}
+
+// Events is the resolver for the events field.
+func (r *queryResolver) Events(ctx context.Context, projectID *string, typeArg *string, first *int, after *string) (*model.EventConnection, error) {
+	page, err := pageOf(first, after)
+	if err != nil {
+		return nil, err
+	}
+	list, err := r.svc.Webhooks.ListEvents(ctx, principal(ctx), domain.EventQuery{ProjectID: str(projectID), Type: str(typeArg), Page: page})
+	if err != nil {
+		return nil, pageError(err)
+	}
+	c := &model.EventConnection{PageInfo: pageInfo(list, func(e *domain.Event) string { return e.ID })}
+	for _, e := range list.Data {
+		v := ptr(e.View())
+		c.Nodes = append(c.Nodes, v)
+		c.Edges = append(c.Edges, &model.EventEdge{Cursor: encodeCursor(e.ID), Node: v})
+	}
+	return c, nil
+}
+
+// Event is the resolver for the event field.
+func (r *queryResolver) Event(ctx context.Context, id string) (*domain.EventView, error) {
+	e, err := r.svc.Webhooks.FindEvent(ctx, principal(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(e.View()), nil
+}
+
+// Deliveries is the resolver for the deliveries field.
+func (r *webhookEndpointResolver) Deliveries(ctx context.Context, obj *domain.WebhookEndpointView, first *int, after *string) (*model.WebhookDeliveryConnection, error) {
+	page, err := pageOf(first, after)
+	if err != nil {
+		return nil, err
+	}
+	list, err := r.svc.Webhooks.ListDeliveries(ctx, principal(ctx), obj.ID, page)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	c := &model.WebhookDeliveryConnection{PageInfo: pageInfo(list, func(d *domain.Delivery) string { return d.ID })}
+	for _, d := range list.Data {
+		v := ptr(d.View())
+		c.Nodes = append(c.Nodes, v)
+		c.Edges = append(c.Edges, &model.WebhookDeliveryEdge{Cursor: encodeCursor(d.ID), Node: v})
+	}
+	return c, nil
+}
+
+// WebhookEndpoint returns WebhookEndpointResolver implementation.
+func (r *Resolver) WebhookEndpoint() WebhookEndpointResolver { return &webhookEndpointResolver{r} }
+
+type webhookEndpointResolver struct{ *Resolver }

@@ -67,6 +67,17 @@ type DeletePayload struct {
 	ID string `json:"id"`
 }
 
+type EventConnection struct {
+	Edges    []*EventEdge        `json:"edges"`
+	Nodes    []*domain.EventView `json:"nodes"`
+	PageInfo *PageInfo           `json:"pageInfo"`
+}
+
+type EventEdge struct {
+	Cursor string            `json:"cursor"`
+	Node   *domain.EventView `json:"node"`
+}
+
 type FileConnection struct {
 	Edges    []*FileEdge        `json:"edges"`
 	Nodes    []*domain.FileView `json:"nodes"`
@@ -107,6 +118,12 @@ type PartInput struct {
 type Query struct {
 }
 
+// The endpoint with its new signing secret, shown this once.
+type RotateWebhookSecretPayload struct {
+	WebhookEndpoint *domain.WebhookEndpointView `json:"webhookEndpoint"`
+	Secret          string                      `json:"secret"`
+}
+
 // Live changes over a websocket (graphql-transport-ws, or the legacy graphql-ws), with
 // the key in the upgrade's Authorization header or in connection_init's payload
 // {"authorization": "Bearer <key>"}. Each first sends the current state, then every
@@ -145,6 +162,17 @@ type Viewer struct {
 	APIKey       *domain.APIKey       `json:"apiKey"`
 	Organization *domain.Organization `json:"organization"`
 	Project      *domain.Project      `json:"project"`
+}
+
+type WebhookDeliveryConnection struct {
+	Edges    []*WebhookDeliveryEdge        `json:"edges"`
+	Nodes    []*domain.WebhookDeliveryView `json:"nodes"`
+	PageInfo *PageInfo                     `json:"pageInfo"`
+}
+
+type WebhookDeliveryEdge struct {
+	Cursor string                      `json:"cursor"`
+	Node   *domain.WebhookDeliveryView `json:"node"`
 }
 
 type WebhookEndpointConnection struct {
