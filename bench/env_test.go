@@ -48,6 +48,8 @@ type stackOpts struct {
 	cfg      func(*domain.Config)
 	// hooks, when set, gives the event bus and webhook delivery ports the services use.
 	hooks func(s *stack) domain.Deps
+	// gcfg adjusts the GraphQL door's settings.
+	gcfg func(*graph.ServerConfig)
 }
 
 // newStack starts the API over PostgreSQL + Redis (production parts) or over SQLite +
@@ -127,7 +129,11 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	limiter := rest.NewRedisRateLimiter(s.rdb)
 	api := rest.NewServer(rest.DefaultConfig(), s.svc, limiter, discardLogger())
 	// Both doors on one listener, as the api process serves them.
-	gql := graph.NewServer(graph.DefaultServerConfig(), s.svc, limiter, nil, discardLogger())
+	gcfg := graph.DefaultServerConfig()
+	if o.gcfg != nil {
+		o.gcfg(&gcfg)
+	}
+	gql := graph.NewServer(gcfg, s.svc, limiter, deps.Bus, discardLogger())
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())
 	mux.Handle("/", api.Handler())
