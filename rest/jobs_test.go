@@ -141,7 +141,7 @@ func TestJobCreationRefusals(t *testing.T) {
 		{"OptionOutOfRange", b.liveA, map[string]any{"file_id": pdf, "operation": "pdf.render", "options": map[string]any{"dpi": 9999}}, 400, domain.CodeInvalidRequest, "options.dpi"},
 		{"OptionBadEnum", b.liveA, map[string]any{"file_id": png, "operation": "image.convert", "options": map[string]any{"format": "bmp"}}, 400, domain.CodeInvalidRequest, "options.format"},
 		{"OptionsNotObject", b.liveA, map[string]any{"file_id": pdf, "operation": "inspect", "options": []int{1}}, 400, domain.CodeInvalidRequest, "options"},
-		{"UnsupportedInput", b.liveA, map[string]any{"file_id": png, "operation": "pdf.split"}, 422, domain.CodeUnsupportedInput, "file_id"},
+		{"UnsupportedInput", b.liveA, map[string]any{"file_id": png, "operation": "pdf.split", "options": map[string]any{"every": 1}}, 422, domain.CodeUnsupportedInput, "file_id"},
 		{"EngineMissing", b.liveA, map[string]any{"file_id": pdf, "operation": "scan"}, 503, domain.CodeProcessingUnavailable, ""},
 		{"NotAllowedForKey", onlyScan, map[string]any{"file_id": pdf, "operation": "inspect"}, 403, domain.CodeOperationNotAllowed, ""},
 		{"FileNotReady", b.liveA, map[string]any{"file_id": pending, "operation": "inspect"}, 409, domain.CodeConflict, "file_id"},

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/filemill/filemill/domain"
+	imageop "github.com/filemill/filemill/jobs/ops/image"
+)
+
+// benchDuration is how long each side of a side-by-side run lasts (BENCH_DURATION,
+// default 15 s).
+func benchDuration(b *testing.B) time.Duration {
+	if s := os.Getenv("BENCH_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatalf("BENCH_DURATION: %v", err)
+		}
+		return d
+	}
+	return 15 * time.Second
+}
+
+// photoJPEG writes a photo-like 6000×4000 JPEG (gradients, texture and noise, quality
+// 90) once per machine and returns its path.
+func photoJPEG(b *testing.B) string {
+	p := filepath.Join(os.TempDir(), "filemill-bench-6000x4000.jpg")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	const w, h = 6000, 4000
+	im := image.NewRGBA(image.Rect(0, 0, w, h))
+	r := rand.New(rand.NewSource(1))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			n := float64(r.Intn(24))
+			fx, fy := float64(x)/w, float64(y)/h
+			c := func(v float64) uint8 { return uint8(math.Max(0, math.Min(255, v))) }
+			im.SetRGBA(x, y, color.RGBA{c(255*fx + 40*math.Sin(float64(x)/37) + n), c(255*fy + 30*math.Cos(float64(y)/23)),
+				c(128 + 100*math.Sin(float64(x+y)/91) + n), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, im, &jpeg.Options{Quality: 90}); err != nil {
+		b.Fatal(err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// cliPeakKB is one CLI conversion's peak resident size, measured by time(1): a child's
+// own rusage would include what it shared with this process before exec.
+func cliPeakKB(b *testing.B, src, out string) int64 {
+	var stderr bytes.Buffer
+	cmd := exec.Command("/usr/bin/time", "-f", "%M", "vips", "thumbnail", src, out+"[Q=79]", "1024")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("time vips thumbnail: %v: %s", err, stderr.String())
+	}
+	var kb int64
+	lines := bytes.Split(bytes.TrimSpace(stderr.Bytes()), []byte("\n"))
+	if _, err := fmt.Sscan(string(lines[len(lines)-1]), &kb); err != nil {
+		b.Fatalf("time's answer %q: %v", stderr.String(), err)
+	}
+	return kb
+}
+
+// BenchmarkImageConvert runs image.convert's engine path and the `vips thumbnail` CLI
+// on the same 6000×4000 JPEG → 1024 px WebP at quality 79, one at a time and two at a
+// time, and reports images/s for each, their ratio, and peak resident memory: the
+// engine's whole process, the CLI's largest child. The engine runs with libvips'
+// threads set to the cores divided by the conversions at once. Goals: ≥ 1.3× the
+// CLI's throughput, ≥ 3.5 images/s one at a time on 2 cores.
+func BenchmarkImageConvert(b *testing.B) {
+	if _, err := exec.LookPath("vips"); err != nil {
+		b.Fatalf("the vips CLI is needed for the comparison: apt-get install -y --no-install-recommends libvips-tools")
+	}
+	src := photoJPEG(b)
+	dir := b.TempDir()
+	d := benchDuration(b)
+	opts := json.RawMessage(`{"format":"webp","width":1024,"height":1024,"fit":"inside","quality":79}`)
+	for _, par := range []int{1, 2} {
+		b.Run(fmt.Sprintf("at-once=%d", par), func(b *testing.B) {
+			cfg := imageop.DefaultConfig()
+			cfg.Threads = max(1, runtime.NumCPU()/par)
+			eng, err := imageop.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			engine := func(ctx context.Context, w, i int) bool {
+				work := filepath.Join(dir, fmt.Sprintf("e%d-%d-%d", par, w, i))
+				if err := os.Mkdir(work, 0o700); err != nil {
+					return false
+				}
+				defer os.RemoveAll(work)
+				out, err := eng.Run(ctx, domain.EngineInput{Operation: "image.convert", Options: opts, Path: src,
+					Filename: "photo.jpg", WorkDir: work})
+				return err == nil && len(out.Artifacts) == 1
+			}
+			// Warm the engine up (libvips' modules load on first use), as a worker
+			// is by the time jobs arrive, and leave nothing of the input's generation.
+			engine(context.Background(), 0, -1)
+			runtime.GC()
+			debug.FreeOSMemory()
+			resetPeakRSS(b)
+			base := vmHWM(b)
+			cpu0 := selfCPU()
+			er := Drive(context.Background(), par, d, engine)
+			engineCPU := selfCPU() - cpu0
+			enginePeak := vmHWM(b)
+
+			var cliCPU atomic.Int64
+			cli := func(ctx context.Context, w, i int) bool {
+				out := filepath.Join(dir, fmt.Sprintf("c%d-%d-%d.webp", par, w, i))
+				defer os.Remove(out)
+				cmd := exec.CommandContext(ctx, "vips", "thumbnail", src, out+"[Q=79]", "1024")
+				if err := cmd.Run(); err != nil {
+					return false
+				}
+				cliCPU.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
+				return true
+			}
+			cr := Drive(context.Background(), par, d, cli)
+			cliPeak := cliPeakKB(b, src, filepath.Join(dir, "peak.webp"))
+			b.ReportMetric(er.RPS(), "engine-images/s")
+			b.ReportMetric(cr.RPS(), "cli-images/s")
+			b.ReportMetric(er.RPS()/cr.RPS(), "x-cli")
+			b.ReportMetric(float64(er.P50.Milliseconds()), "engine-p50-ms")
+			b.ReportMetric(float64(cr.P50.Milliseconds()), "cli-p50-ms")
+			// Processor time per image: what each side costs, whatever else the
+			// machine is doing.
+			b.ReportMetric(engineCPU.Seconds()*1000/float64(er.Requests), "engine-cpu-ms/image")
+			b.ReportMetric(float64(cliCPU.Load())/1e6/float64(cr.Requests), "cli-cpu-ms/image")
+			b.ReportMetric(float64(enginePeak)/1024, "engine-process-peak-MiB")
+			b.ReportMetric(float64(base)/1024, "engine-process-before-MiB")
+			b.ReportMetric(float64(cliPeak)/1024, "cli-peak-MiB")
+			b.ReportMetric(float64(er.Errors+cr.Errors), "errors")
+			b.ReportMetric(er.CPU.Steal, "cpu-steal-%")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
