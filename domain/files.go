@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -21,6 +22,8 @@ type Files struct {
 	Config Config
 	Usage  *Usage
 	Pages  PageCounter // nil: pages are not counted
+	// Scanner scans uploads whose policy asks for it; nil: such uploads are refused.
+	Scanner UploadScanner
 }
 
 // writeEvent writes one outbox row in tx about a file (subjectID), which puts it in the
@@ -254,8 +257,13 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 	now := s.Clock.Now()
 	f.ByteSize, f.DetectedExt, f.DetectedMIMEType, f.SHA256 = m.size, m.format.Extension, m.format.MIMEType, m.sha256
 	f.Findings = judge(u, f, m, s.Config.MaxFileSize)
+	malware := false
 	if len(f.Findings) == 0 {
-		f.Pages = s.countPages(ctx, u.StorageKey, m)
+		found, err := s.inspectLocally(ctx, u, f, m)
+		if err != nil {
+			return nil, err
+		}
+		f.Findings, malware = found, len(found) > 0
 	}
 	f.Status, f.ReadyAt = FileReady, &now
 	event := EventFileReady
@@ -299,6 +307,10 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 	}
 	u.State = UploadCompleted
 	f.Artifacts = []*Artifact{}
+	if malware {
+		return f, &Error{Code: CodeMalwareDetected, Message: "the malware scan found the file dangerous; it is rejected",
+			Details: map[string]any{"findings": f.Findings, "file_id": f.ID}}
+	}
 	if f.Status == FileRejected {
 		return f, &Error{Code: CodeValidationFailed, Message: "the file failed its validation policy",
 			Details: map[string]any{"findings": f.Findings, "file_id": f.ID}}
@@ -310,33 +322,69 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 // file's jobs reserve an estimate and are charged what they processed.
 const maxCountedBytes = 1 << 30
 
-// countPages counts the pages of a stored file whose format has pages, from a local
-// copy removed afterwards. It never fails completion: a file it cannot count (damaged,
-// too large) has pages 0, and its jobs reserve an estimate.
-func (s *Files) countPages(ctx context.Context, key string, m *measurement) int {
-	if s.Pages == nil || !s.Pages.Counts(m.format) || m.size > maxCountedBytes {
-		return 0
+// inspectLocally runs what completion learns from a local copy of the bytes: the page
+// count, and the malware scan the policy may ask for. The copy is made only when one of
+// them needs it, and removed afterwards. A page count that fails is 0 (its jobs reserve
+// an estimate); a scan that cannot run fails completion with dependency_unavailable, and
+// the session stays open for the completion to be tried again.
+func (s *Files) inspectLocally(ctx context.Context, u *Upload, f *File, m *measurement) ([]Finding, error) {
+	count := s.Pages != nil && s.Pages.Counts(m.format) && m.size <= maxCountedBytes
+	scan := u.Validation != nil && u.Validation.Scan
+	if !count && !scan {
+		return nil, nil
 	}
-	tmp, err := os.CreateTemp("", "filemill-count-*")
+	if scan && s.Scanner == nil {
+		return nil, &Error{Code: CodeProcessingUnavailable, RetryAfter: 30, Message: "malware scanning is not available on this deployment"}
+	}
+	dir, err := os.MkdirTemp("", "filemill-complete-*")
 	if err != nil {
-		return 0
+		return nil, Unavailable("the server has no room to check the file now; complete it again shortly", err)
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "file")
+	if err := s.copyLocal(ctx, u.StorageKey, path); err != nil {
+		return nil, err
+	}
+	if count {
+		if n, err := s.Pages.CountPages(ctx, path, m.format); err == nil {
+			f.Pages = n
+		}
+	}
+	if !scan {
+		return nil, nil
+	}
+	malicious, findings, err := s.Scanner.ScanUpload(ctx, path, f.Filename, f.DeclaredMIMEType)
+	if err != nil {
+		if AsError(err) != nil {
+			return nil, err
+		}
+		return nil, Unavailable("the malware scanner cannot be reached now; complete the file again shortly", err)
+	}
+	if !malicious {
+		return nil, nil
+	}
+	return findings, nil
+}
+
+// copyLocal copies a stored object to path.
+func (s *Files) copyLocal(ctx context.Context, key, path string) error {
 	rc, err := s.Blobs.Get(ctx, key)
 	if err != nil {
-		return 0
+		return Unavailable("the file could not be read from storage; complete it again shortly", err)
 	}
-	_, err = io.CopyBuffer(tmp, rc, make([]byte, 1<<20))
-	rc.Close()
+	defer rc.Close()
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return 0
+		return Unavailable("the server has no room to check the file now; complete it again shortly", err)
 	}
-	n, err := s.Pages.CountPages(ctx, tmp.Name(), m.format)
-	if err != nil {
-		return 0
+	if _, err := io.CopyBuffer(out, rc, make([]byte, 1<<20)); err != nil {
+		out.Close()
+		return Unavailable("the server has no room to check the file now; complete it again shortly", err)
 	}
-	return n
+	if err := out.Close(); err != nil {
+		return Unavailable("the server has no room to check the file now; complete it again shortly", err)
+	}
+	return nil
 }
 
 // DeleteFile deletes a file and its artifacts, bytes included; later calls answer 404.

@@ -186,6 +186,8 @@ type Validation struct {
 	Formats  []string `json:"formats,omitempty"`
 	MaxBytes int64    `json:"max_bytes,omitempty"`
 	MinBytes int64    `json:"min_bytes,omitempty"`
+	// Scan runs a malware scan at completion; a malicious file is rejected.
+	Scan bool `json:"scan,omitempty"`
 }
 
 // Upload is a session that lets a client put bytes straight into storage.
@@ -218,10 +220,13 @@ const (
 	FileExpired        = "expired"
 )
 
-// Finding is one reason a file failed its validation policy.
+// Finding is one reason a file failed its validation policy. A malware scan's finding
+// (code malware_detected) also names the rule that found it and its severity.
 type Finding struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Rule     string `json:"rule,omitempty"`
+	Severity string `json:"severity,omitempty"`
 }
 
 // File is a stored input.

@@ -431,6 +431,12 @@ type PageCounter interface {
 	CountPages(ctx context.Context, path string, f Format) (int, error)
 }
 
+// UploadScanner scans a completed upload's bytes when its validation policy asks
+// (validation.scan). malicious files are rejected with the findings that condemn them.
+type UploadScanner interface {
+	ScanUpload(ctx context.Context, path, filename, declaredMIME string) (malicious bool, findings []Finding, err error)
+}
+
 // OutputVerifier checks an engine's output before it is stored: a PDF parses, an image
 // decodes. Codes: output_validation_failed.
 type OutputVerifier interface {

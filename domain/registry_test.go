@@ -21,6 +21,7 @@ type testPagesOptions struct {
 	Strip  bool           `json:"strip" doc:"drop metadata" schema:"default=true"`
 	Scale  float64        `json:"scale,omitempty" doc:"a factor" schema:"min=0.1,max=10"`
 	Files  []string       `json:"file_ids,omitempty" doc:"more files" schema:"minItems=1,maxItems=2"`
+	Kinds  []string       `json:"kinds,omitempty" doc:"what to make" schema:"enum=text|pdf,default=text"`
 }
 
 // Validate is a rule across fields: a width replaces the DPI.
@@ -56,7 +57,7 @@ func TestOptionsSchema(t *testing.T) {
 	op := testRegistry(t).Operation("t.pages")
 	out, err := op.ValidateOptions(json.RawMessage(`{"pages":"1-3","rotate":[{"pages":"2","angle":90}],"width":300}`))
 	require.NoError(t, err)
-	require.JSONEq(t, `{"pages":"1-3","rotate":[{"pages":"2","angle":90}],"format":"png","dpi":72,"width":300,"strip":true}`, string(out),
+	require.JSONEq(t, `{"pages":"1-3","rotate":[{"pages":"2","angle":90}],"format":"png","dpi":72,"width":300,"strip":true,"kinds":["text"]}`, string(out),
 		"defaults are filled in, nothing else is added")
 
 	for raw, param := range map[string]string{
@@ -99,7 +100,8 @@ func TestOptionsSchema(t *testing.T) {
 		"width":{"type":"integer","description":"width in pixels","minimum":1},
 		"strip":{"type":"boolean","description":"drop metadata","default":true},
 		"scale":{"type":"number","description":"a factor","minimum":0.1,"maximum":10},
-		"file_ids":{"type":"array","description":"more files","minItems":1,"maxItems":2,"items":{"type":"string"}}}}`, string(raw),
+		"file_ids":{"type":"array","description":"more files","minItems":1,"maxItems":2,"items":{"type":"string"}},
+		"kinds":{"type":"array","description":"what to make","default":["text"],"items":{"type":"string","enum":["text","pdf"]}}}}`, string(raw),
 		"the schema is generated from the struct the options are checked against")
 }
 

@@ -134,10 +134,15 @@ func (n *schemaNode) applyTag(tag string) error {
 		switch k {
 		case "required":
 		case "enum":
-			n.enum = strings.Split(v, "|")
-			if n.typ == "string" {
-				for i, e := range n.enum {
-					n.enum[i] = strconv.Quote(e)
+			// On a list, the enum is its items'.
+			target := n
+			if n.typ == "array" {
+				target = n.items
+			}
+			target.enum = strings.Split(v, "|")
+			if target.typ == "string" {
+				for i, e := range target.enum {
+					target.enum[i] = strconv.Quote(e)
 				}
 			}
 		case "default":

@@ -134,6 +134,7 @@ type Deps struct {
 	Directory EngineDirectory
 	Pages     PageCounter
 	Verifier  OutputVerifier
+	Scanner   UploadScanner // scans uploads whose policy asks (validation.scan)
 	// Guard vets webhook endpoint URLs; nil checks their shape only.
 	Guard         *netguard.Guard
 	Bus           EventBus
@@ -165,7 +166,7 @@ func NewServices(cfg Config, d Deps) *Services {
 	}
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
 		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus}
-	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
 	metered := ok && m.MetersEgress()

@@ -169,6 +169,10 @@ func (s *Uploads) CreateUpload(ctx context.Context, p *Principal, req NewUpload)
 	if err := validateNewUpload(&req, s.Config); err != nil {
 		return nil, err
 	}
+	if req.Validation != nil && req.Validation.Scan && s.Files.Scanner == nil {
+		return nil, &Error{Code: CodeProcessingUnavailable, Param: "validation.scan", RetryAfter: 30,
+			Message: "malware scanning is not available on this deployment"}
+	}
 	prj, err := p.ResolveProject(ctx, s.Store, req.ProjectID)
 	if err != nil {
 		return nil, err

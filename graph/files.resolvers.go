@@ -47,7 +47,7 @@ func (r *mutationResolver) CreateUpload(ctx context.Context, input model.CreateU
 		return nil, err
 	}
 	if v := input.Validation; v != nil {
-		nu.Validation = &domain.Validation{Formats: v.Formats}
+		nu.Validation = &domain.Validation{Formats: v.Formats, Scan: v.Scan != nil && *v.Scan}
 		if nu.Validation.MaxBytes, err = domain.OptionalPositive("validation.max_bytes", v.MaxBytes); err != nil {
 			return nil, err
 		}

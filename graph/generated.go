@@ -380,6 +380,7 @@ type ComplexityRoot struct {
 		Formats  func(childComplexity int) int
 		MaxBytes func(childComplexity int) int
 		MinBytes func(childComplexity int) int
+		Scan     func(childComplexity int) int
 	}
 
 	Viewer struct {
@@ -2005,6 +2006,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Validation.MinBytes(childComplexity), true
+	case "Validation.scan":
+		if e.ComplexityRoot.Validation.Scan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Validation.Scan(childComplexity), true
 
 	case "Viewer.apiKey":
 		if e.ComplexityRoot.Viewer.APIKey == nil {
@@ -2978,6 +2985,8 @@ func (ec *executionContext) childFields_Validation(ctx context.Context, field gr
 		return ec.fieldContext_Validation_maxBytes(ctx, field)
 	case "minBytes":
 		return ec.fieldContext_Validation_minBytes(ctx, field)
+	case "scan":
+		return ec.fieldContext_Validation_scan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Validation", field.Name)
 }
@@ -9901,6 +9910,29 @@ func (ec *executionContext) fieldContext_Validation_minBytes(_ context.Context, 
 	return graphql.NewScalarFieldContext("Validation", field, false, false, errors.New("field of type Int64 does not have child fields"))
 }
 
+func (ec *executionContext) _Validation_scan(ctx context.Context, field graphql.CollectedField, obj *domain.Validation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Validation_scan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Validation_scan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Validation", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _Viewer_apiKey(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12321,7 +12353,7 @@ func (ec *executionContext) unmarshalInputValidationInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"formats", "maxBytes", "minBytes"}
+	fieldsInOrder := [...]string{"formats", "maxBytes", "minBytes", "scan"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12349,6 +12381,13 @@ func (ec *executionContext) unmarshalInputValidationInput(ctx context.Context, o
 				return it, err
 			}
 			it.MinBytes = data
+		case "scan":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scan"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Scan = data
 		}
 	}
 	return it, nil
@@ -15402,6 +15441,11 @@ func (ec *executionContext) _Validation(ctx context.Context, sel ast.SelectionSe
 		case "minBytes":
 			out.Values[i] = ec._Validation_minBytes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "scan":
+			out.Values[i] = ec._Validation_scan(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:

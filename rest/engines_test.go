@@ -12,10 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
+	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
 // These tests run real engines behind the API and a worker: what a user gets from the
@@ -30,7 +32,16 @@ func engineSetup(t *testing.T) *bundle {
 	officeEngine, err := office.New(oc)
 	require.NoError(t, err)
 	t.Cleanup(officeEngine.Close)
-	return setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"pdf": pdfEngine, "office": officeEngine}})
+	pc := pdfium.DefaultConfig()
+	pc.Instances = 1
+	pool, err := pdfium.New(pc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pool.Close() })
+	ac := aiready.DefaultConfig()
+	ac.Pool = pool
+	aiEngine, err := aiready.New(ac)
+	require.NoError(t, err)
+	return setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"pdf": pdfEngine, "office": officeEngine, "ai": aiEngine}})
 }
 
 // pdfText is what pdftotext, an independent reader, finds in a PDF.
@@ -143,4 +154,34 @@ func TestDocumentPresetMakesACompressedPDF(t *testing.T) {
 		}
 	}
 	require.Contains(t, report, "bytes_before")
+}
+
+func TestAIReadyPresetReadsAnOfficeDocument(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	doc := officetest.DOCX(t, [][]string{{"The harbour opened in spring", "Ships came from the south with salt and cloth"}})
+	file := b.readyFile(b.liveA, "harbour.docx", doc)
+	r := b.createJob(b.liveA, map[string]any{"file_id": file, "preset": "ai-ready", "options": map[string]any{"chunk_size": 500}})
+	require.Equal(t, 202, r.status, string(r.body))
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	got := map[string]string{}
+	for i, a := range j["artifacts"].([]any) {
+		a := a.(map[string]any)
+		require.Equal(t, "extract", a["step"], "the converted PDF is intermediate")
+		got[a["name"].(string)] = string(b.artifactBody(b.liveA, j, i))
+	}
+	require.Contains(t, got["document.md"], "The harbour opened in spring")
+	require.Contains(t, got["document.txt"], "Ships came from the south with salt and cloth")
+	var chunks struct {
+		ChunkSize int `json:"chunk_size"`
+		Chunks    []struct {
+			Text  string
+			Pages []int
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(got["chunks.json"]), &chunks))
+	require.Equal(t, 500, chunks.ChunkSize, "the preset's option reached the extraction")
+	require.NotEmpty(t, chunks.Chunks)
+	require.Equal(t, []int{1}, chunks.Chunks[0].Pages)
 }

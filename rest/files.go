@@ -20,6 +20,7 @@ type validationRequest struct {
 	Formats  []string `json:"formats"`
 	MaxBytes *int64   `json:"max_bytes"`
 	MinBytes *int64   `json:"min_bytes"`
+	Scan     bool     `json:"scan"`
 }
 
 func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -35,7 +36,7 @@ func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, p *domain.
 		return
 	}
 	if v := req.Validation; v != nil {
-		nu.Validation = &domain.Validation{Formats: v.Formats}
+		nu.Validation = &domain.Validation{Formats: v.Formats, Scan: v.Scan}
 		if nu.Validation.MaxBytes, err = domain.OptionalPositive("validation.max_bytes", v.MaxBytes); err != nil {
 			writeError(w, r, err)
 			return

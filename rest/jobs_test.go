@@ -96,10 +96,10 @@ func TestInspectJobEndToEnd(t *testing.T) {
 	}
 	require.Equal(t, []string{"upload.opened", "file.ready", "job.queued", "job.running", "job.succeeded"}, types)
 
-	// The preset runs the same engine.
+	// The inspect preset also scans, and no worker here runs the scan engine.
 	p := b.createJob(b.liveA, map[string]any{"file_id": fileID, "preset": "inspect"})
-	require.Equal(t, 202, p.status, string(p.body))
-	require.Equal(t, "succeeded", b.waitJob(b.liveA, p.json(t)["id"].(string))["state"])
+	require.Equal(t, 503, p.status, string(p.body))
+	require.Equal(t, domain.CodeProcessingUnavailable, p.errorCode(t))
 
 	ops := b.do(req{method: "GET", path: "/v1/operations", key: b.liveA}).json(t)["data"].([]any)
 	avail := map[string]bool{}
@@ -108,7 +108,7 @@ func TestInspectJobEndToEnd(t *testing.T) {
 		avail[m["kind"].(string)+":"+m["name"].(string)] = m["available"].(bool)
 	}
 	require.True(t, avail["operation:inspect"])
-	require.True(t, avail["preset:inspect"])
+	require.False(t, avail["preset:inspect"], "it needs the scan engine too")
 	require.False(t, avail["operation:scan"], "no scan engine is wired in this test")
 	require.Len(t, ops, 15)
 }
@@ -438,7 +438,7 @@ func TestBatches(t *testing.T) {
 	})
 	t.Run("FailingMemberIsChargedNothing", func(t *testing.T) {
 		before := b.account(b.orgA.Organization.ID)
-		r := b.do(req{method: "POST", path: "/v1/batches", key: b.liveA, idem: idem(), body: map[string]any{"file_ids": []string{good1, corrupt, good2}, "preset": "inspect"}})
+		r := b.do(req{method: "POST", path: "/v1/batches", key: b.liveA, idem: idem(), body: map[string]any{"file_ids": []string{good1, corrupt, good2}, "operation": "inspect"}})
 		require.Equal(t, 202, r.status, string(r.body))
 		bt := r.json(t)
 		require.EqualValues(t, 3, bt["credits_estimated"])

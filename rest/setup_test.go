@@ -66,6 +66,8 @@ type setupOpts struct {
 	// registry, when set, replaces the real registry; engines add to the real ones.
 	registry *domain.Registry
 	engines  map[string]domain.Engine
+	// scanner scans uploads whose policy asks for it.
+	scanner domain.UploadScanner
 	// guard vets webhook URLs at creation; nil checks their shape only.
 	guard *netguard.Guard
 	// webhooks, when set, runs the outbox relay and webhook delivery in-process,
@@ -114,7 +116,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	maps.Copy(engines, o.engines)
 	prober := probe.New(probe.DefaultConfig())
 	deps := domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Guard: o.guard}
+		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Scanner: o.scanner, Guard: o.guard}
 	var bus *jobs.LocalBus
 	var hooks *jobs.WebhookQueue
 	if o.webhooks != nil {

@@ -47,6 +47,10 @@ type Config struct {
 	OfficeTimeout, OfficeQueueTimeout  time.Duration
 	OfficeMemoryLimit                  int64
 	OCRParallel, OCRDPI, OCRMaxPages   int
+	// ClamdAddress is clamd's socket (unix:/path or tcp://host:port); ClamdMaxStream the
+	// largest file it is sent.
+	ClamdAddress   string
+	ClamdMaxStream int64
 	// WebhookConcurrency is how many delivery attempts a worker process makes at once;
 	// WebhookEndpointConcurrency how many of them may go to one endpoint.
 	WebhookConcurrency         int
@@ -68,6 +72,7 @@ type rawConfig struct {
 	jobLease, sweepInterval                                                                    string
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory        string
 	ocrParallel, ocrDPI, ocrMaxPages                                                           string
+	clamdAddress, clamdMaxStream                                                               string
 	eventRetention, webhookConcurrency, webhookEndpointConcurrency                             string
 }
 
@@ -102,6 +107,8 @@ func (rc *rawConfig) settings() []setting {
 		{"ocr-parallel", "FILEMILL_OCR_PARALLEL", "0", "pages of one OCR job recognised at once, one core each (0: the CPUs)", &rc.ocrParallel},
 		{"ocr-dpi", "FILEMILL_OCR_DPI", "300", "resolution PDF pages are rendered at for OCR", &rc.ocrDPI},
 		{"ocr-max-pages", "FILEMILL_OCR_MAX_PAGES", "500", "longest PDF OCR accepts", &rc.ocrMaxPages},
+		{"clamd-address", "FILEMILL_CLAMD_ADDRESS", "unix:/run/clamav/clamd.ctl", "clamd's socket for scan and validation.scan: unix:/path or tcp://host:port", &rc.clamdAddress},
+		{"clamd-max-stream-bytes", "FILEMILL_CLAMD_MAX_STREAM_BYTES", "26214400", "largest file sent to clamd (its StreamMaxLength); larger files fail the scan", &rc.clamdMaxStream},
 		{"sweep-interval", "FILEMILL_SWEEP_INTERVAL", "30s", "how often workers look for jobs lost in an outage or with a dead worker, and run them again", &rc.sweepInterval},
 		{"event-retention", "FILEMILL_EVENT_RETENTION", "720h", "how long events are kept (GET /v1/events, file history) before they are swept", &rc.eventRetention},
 		{"webhook-concurrency", "FILEMILL_WEBHOOK_CONCURRENCY", "64", "webhook delivery attempts one worker process makes at once", &rc.webhookConcurrency},
@@ -306,6 +313,10 @@ func (c *Config) loadEngineSettings(rc *rawConfig) error {
 		*d.dst = v
 	}
 	var err error
+	c.ClamdAddress = rc.clamdAddress
+	if c.ClamdMaxStream, err = strconv.ParseInt(rc.clamdMaxStream, 10, 64); err != nil || c.ClamdMaxStream < 1 {
+		return fmt.Errorf("FILEMILL_CLAMD_MAX_STREAM_BYTES: %q is not a positive number of bytes", rc.clamdMaxStream)
+	}
 	if c.OfficeMemoryLimit, err = strconv.ParseInt(rc.officeMemory, 10, 64); err != nil || c.OfficeMemoryLimit < 256<<20 {
 		return fmt.Errorf("FILEMILL_OFFICE_MEMORY_LIMIT: %q is not a number of bytes of at least 268435456", rc.officeMemory)
 	}

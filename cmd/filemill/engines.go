@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/aiready"
+	"github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/office"
@@ -16,6 +18,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ops/render"
+	"github.com/filemill/filemill/jobs/ops/scan"
 )
 
 // newEngines starts the engines a worker runs: every family it has, or those
@@ -34,6 +37,27 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			return nil, err
 		}
 		return pool, nil
+	}
+	// The OCR engine also serves ai-ready's scanned pages: one set of loaded language data.
+	var ocrEngine *ocr.Engine
+	sharedOCR := func() (*ocr.Engine, error) {
+		if ocrEngine != nil {
+			return ocrEngine, nil
+		}
+		p, err := sharedPDFium()
+		if err != nil {
+			return nil, err
+		}
+		c := ocr.DefaultConfig()
+		if cfg.OCRParallel > 0 {
+			c.Parallel = cfg.OCRParallel
+		}
+		c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
+		c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
+		if ocrEngine, err = ocr.New(c); err != nil {
+			return nil, err
+		}
+		return ocrEngine, nil
 	}
 	all := map[string]func() (domain.Engine, error){
 		"inspect": func() (domain.Engine, error) { return inspect.New(inspect.DefaultConfig()), nil },
@@ -56,19 +80,38 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
 			return office.New(c)
 		},
-		"ocr": func() (domain.Engine, error) {
+		"ocr": func() (domain.Engine, error) { return sharedOCR() },
+		"ai": func() (domain.Engine, error) {
 			p, err := sharedPDFium()
 			if err != nil {
 				return nil, err
 			}
-			c := ocr.DefaultConfig()
-			if cfg.OCRParallel > 0 {
-				c.Parallel = cfg.OCRParallel
+			o, err := sharedOCR()
+			if err != nil {
+				return nil, err
 			}
-			c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
-			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
-			return ocr.New(c)
+			c := aiready.DefaultConfig()
+			c.Pool = p
+			c.OCRPage = func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error) {
+				wp, err := o.RecognizePage(ctx, pdfPath, page)
+				if err != nil {
+					return nil, err
+				}
+				words := make([]aiready.Word, len(wp.Words))
+				for i, w := range wp.Words {
+					words[i] = aiready.Word{Text: w.Text, BBox: w.BBox}
+				}
+				return aiready.PageFromWords(page, wp.Width, wp.Height, wp.DPI, words), nil
+			}
+			return aiready.New(c)
 		},
+		"image": func() (domain.Engine, error) {
+			c := image.DefaultConfig()
+			c.Threads = max(1, runtime.NumCPU()/engineConcurrency(cfg)("image"))
+			c.Logger = log
+			return image.New(c)
+		},
+		"scan": func() (domain.Engine, error) { return newScanner(cfg, log) },
 		"render": func() (domain.Engine, error) {
 			p, err := sharedPDFium()
 			if err != nil {
@@ -88,6 +131,9 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			case interface{ Close() }:
 				c.Close()
 			}
+		}
+		if ocrEngine != nil && out["ocr"] == nil {
+			ocrEngine.Close()
 		}
 		if pool != nil {
 			_ = pool.Close()
@@ -140,10 +186,27 @@ func engineConcurrency(cfg *Config) func(family string) int {
 	}
 }
 
+// newScanner is the scan engine on the configured clamd; the API process uses it for
+// validation.scan at completion.
+func newScanner(cfg *Config, log *slog.Logger) (*scan.Engine, error) {
+	c := scan.DefaultConfig()
+	c.ClamdAddress, c.MaxStreamBytes, c.Logger = cfg.ClamdAddress, cfg.ClamdMaxStream, log
+	e, err := scan.New(c)
+	if err != nil {
+		return nil, fmt.Errorf("FILEMILL_CLAMD_ADDRESS: %w", err)
+	}
+	return e, nil
+}
+
 // newProber counts pages at completion (PDFs, and office documents whose count is
-// cheap to read) and verifies engine outputs.
-func newProber() *probe.Prober {
+// cheap to read) and verifies engine outputs: with the image engine's decoder for what
+// Go cannot decode (AVIF, animated WebP) where this process runs it.
+func newProber(engines map[string]domain.Engine) *probe.Prober {
 	p := probe.New(probe.DefaultConfig())
+	if img, ok := engines["image"].(*image.Engine); ok {
+		p.VerifyWith("image/avif", img.Verify)
+		p.VerifyWith("image/webp", img.Verify)
+	}
 	for _, ext := range []string{"docx", "pptx", "odt", "odp"} {
 		p.CountWith(ext, func(_ context.Context, path string) (int, error) {
 			n, ok := office.CountPages(path, domain.Format{Extension: ext})

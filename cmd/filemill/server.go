@@ -165,7 +165,11 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 			return nil, err
 		}
 	}
-	prober := newProber()
+	prober := newProber(a.engines)
+	scanner, err := newScanner(cfg, a.log)
+	if err != nil {
+		return nil, err
+	}
 	// The embedded default is one process: its stream stays in it. Otherwise every
 	// process shares Redis pub/sub, so a relay in any worker reaches subscribers in any
 	// API process.
@@ -180,7 +184,7 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	a.sender = jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard})
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
 		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
-		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober,
+		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober, Scanner: scanner,
 		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender})
 	return a, nil
 }

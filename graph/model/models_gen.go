@@ -156,6 +156,8 @@ type ValidationInput struct {
 	Formats  []string `json:"formats,omitempty"`
 	MaxBytes *int64   `json:"maxBytes,omitempty"`
 	MinBytes *int64   `json:"minBytes,omitempty"`
+	// Scan the bytes for malware at completion.
+	Scan *bool `json:"scan,omitempty"`
 }
 
 type Viewer struct {

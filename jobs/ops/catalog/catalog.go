@@ -5,11 +5,14 @@ package catalog
 
 import (
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/aiready"
+	"github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/render"
+	"github.com/filemill/filemill/jobs/ops/scan"
 )
 
 // Operations are every engine package's declarations.
@@ -20,12 +23,47 @@ func Operations() [][]domain.OperationSpec {
 		render.Specs(),
 		office.Specs(),
 		ocr.Specs(),
+		image.Specs(),
+		scan.Specs(),
+		aiready.Specs(),
 	}
 }
 
 // Presets are the presets of the contract.
 func Presets() []domain.PresetSpec {
-	return []domain.PresetSpec{document()}
+	return append(image.Presets(), document(), inspectPreset(), aiReady())
+}
+
+// aiReady reads a document for LLM pipelines: what is not a PDF is made one first
+// (office documents, HTML, Markdown and text converted; images recognised into a
+// searchable PDF), then its text, structure and chunks are extracted.
+func aiReady() domain.PresetSpec {
+	var convertible []string
+	for _, f := range office.InputFormats {
+		if f != "pdf" && f != "image/*" {
+			convertible = append(convertible, f)
+		}
+	}
+	var images []string
+	for _, f := range ocr.InputFormats {
+		if f != "pdf" {
+			images = append(images, f)
+		}
+	}
+	return aiready.Preset(
+		domain.StepSpec{Name: "convert", Operation: "convert", Options: `{"format":"pdf"}`, When: convertible, Intermediate: true},
+		domain.StepSpec{Name: "ocr", Operation: "ocr", Options: `{"outputs":["pdf"]}`, When: images, Intermediate: true},
+	)
+}
+
+// inspectPreset reports on a file and scans it, both reading the file itself.
+func inspectPreset() domain.PresetSpec {
+	return domain.PresetSpec{Name: "inspect", InputFormats: []string{"*"},
+		Description: "The inspect report and a malware scan of the file.",
+		Steps: []domain.StepSpec{
+			{Name: "inspect", Operation: "inspect", FromFile: true},
+			{Name: "scan", Operation: "scan", FromFile: true},
+		}}
 }
 
 // document makes a compact PDF of any document: what is not a PDF yet is converted

@@ -14,12 +14,12 @@ func TestCatalog(t *testing.T) {
 	t.Parallel()
 	reg, err := catalog.Registry()
 	require.NoError(t, err)
-	for _, name := range []string{"inspect", "convert", "ocr", "pdf.merge", "pdf.pages", "pdf.split", "pdf.compress", "pdf.render"} {
+	for _, name := range []string{"inspect", "convert", "ocr", "pdf.merge", "pdf.pages", "pdf.split", "pdf.compress", "pdf.render", "image.convert", "scan"} {
 		op := reg.Operation(name)
 		require.NotNil(t, op, name)
 		require.False(t, op.Hidden, name)
 	}
-	for _, name := range []string{"document"} {
+	for _, name := range []string{"document", "image", "avatar", "inspect", "ai-ready"} {
 		require.NotNil(t, reg.Preset(name), name)
 	}
 }

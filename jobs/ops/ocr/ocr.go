@@ -632,3 +632,38 @@ func (p *apiPool) close() {
 	}
 	p.n = 0
 }
+
+// RecognizePage renders page (1-based) of the PDF at path at the configured DPI and
+// recognises its words in English, with the loaded instances jobs use: for engines that
+// read a PDF's text layer and need the words of a page that has none (ai-ready).
+func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*WordsPage, error) {
+	if e.cfg.RenderPage == nil {
+		return nil, domain.Errorf(domain.CodeUnsupportedInput, "PDF pages cannot be recognised on this worker: no renderer")
+	}
+	dir, err := os.MkdirTemp("", "filemill-ocr-page-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	img := filepath.Join(dir, "page.png")
+	if err := e.cfg.RenderPage(ctx, pdfPath, page, e.cfg.DPI, "png", img); err != nil {
+		return nil, fmt.Errorf("ocr: render page %d: %w", page, err)
+	}
+	if err := e.checkImage(img); err != nil {
+		return nil, err
+	}
+	a, err := e.pool.get("eng")
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.page(ctx, img, e.cfg.DPI, true, "", e.cfg.TessdataDir)
+	if err != nil {
+		a.close()
+		if errors.Is(err, errUnreadableImage) {
+			return nil, domain.Errorf(domain.CodeCorruptedFile, "the rendered page cannot be read")
+		}
+		return nil, err
+	}
+	e.pool.put(a)
+	return &WordsPage{Page: page, Width: res.width, Height: res.height, DPI: e.cfg.DPI, Words: res.words}, nil
+}

@@ -22,6 +22,12 @@ type PageText struct {
 	// Runs are the pieces of text drawn in one font at one size on one line, in
 	// content order.
 	Runs []TextRun
+	// Rules are the page's straight horizontal and vertical strokes and thin bars
+	// (table borders, separators, underlines), drawn on the page itself.
+	Rules []Rect
+	// Images and Paths count the page's image and path objects: a page with images and
+	// no text is a scan.
+	Images, Paths int
 }
 
 // TextRun is text drawn in one font at one size on one line.
@@ -100,6 +106,9 @@ func (d *Document) Text(ctx context.Context, n int) (*PageText, error) {
 			_, _ = in.call(context.Background(), "FPDFText_ClosePage", tp)
 		}
 	}()
+	if err := pg.graphics(ctx, toDisplay, out); err != nil {
+		return nil, err
+	}
 	count, err := in.quickInt("FPDFText_CountChars", tp)
 	if err != nil {
 		return nil, err

@@ -189,3 +189,50 @@ showpage
 		t.Fatalf("body = %+v (heading box %+v)", body, h.Box)
 	}
 }
+
+// Rules are read from thin bars, from stroked lines and from the sides of stroked
+// rectangles; images are counted.
+func TestTextRulesAndImages(t *testing.T) {
+	ctx := context.Background()
+	var w pdftest.Writer
+	img := w.AddJPEG(pdftest.JPEG(pdftest.Photo(40, 40, 1), 80), 40, 40)
+	content := "BT /F1 10 Tf 100 700 Td (cell) Tj ET\n" +
+		"0 0 0 rg 72 650 300 0.5 re f\n" + // a thin bar: one rule
+		"1 w 72 600 m 372 600 l S\n" + // a stroked horizontal line
+		"1 w 72 400 100 100 re S\n" + // a stroked box: four rules
+		"q 40 0 0 40 400 400 cm /Im1 Do Q\n"
+	path := write(t, "rules.pdf", w.Document([]pdftest.Page{{Width: 612, Height: 792, Content: content,
+		Fonts: map[string]string{"F1": "Helvetica"}, Images: map[string]int{"Im1": img}}}))
+	d, err := pool.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pt, err := d.Text(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt.Images != 1 || pt.Paths != 3 {
+		t.Fatalf("images %d paths %d, want 1 and 3", pt.Images, pt.Paths)
+	}
+	var horiz, vert int
+	for _, r := range pt.Rules {
+		switch {
+		case r.Y1-r.Y0 <= 3 && near(r.X0, 72, 1.5):
+			horiz++
+		case r.X1-r.X0 <= 3:
+			vert++
+		}
+	}
+	// The bar (y 142 from the top), the line (192), the box's top and bottom.
+	if horiz != 4 || vert != 2 || len(pt.Rules) != 6 {
+		t.Fatalf("rules = %+v; want 4 horizontal and 2 vertical", pt.Rules)
+	}
+	found := false
+	for _, r := range pt.Rules {
+		found = found || (near(r.Y0, 792-650.5, 1) && near(r.X1, 372, 1))
+	}
+	if !found {
+		t.Fatalf("no bar at y 141.5 among %+v", pt.Rules)
+	}
+}

@@ -407,3 +407,23 @@ func MalwareError(findings []Finding) *domain.Error {
 	return &domain.Error{Code: domain.CodeMalwareDetected, Message: msg,
 		Details: map[string]any{"verdict": string(Malicious), "findings": findings}}
 }
+
+// ScanUpload scans a completed upload for the platform (validation.scan): a malicious
+// verdict rejects the file with every finding that is more than a note. It implements
+// domain.UploadScanner.
+func (e *Engine) ScanUpload(ctx context.Context, path, filename, declaredMIME string) (bool, []domain.Finding, error) {
+	verdict, findings, err := e.Scan(ctx, path, filename, declaredMIME)
+	if err != nil || verdict != Malicious {
+		return false, nil, err
+	}
+	var out []domain.Finding
+	for _, f := range findings {
+		if f.Severity == SeverityLow {
+			continue
+		}
+		out = append(out, domain.Finding{Code: domain.CodeMalwareDetected, Rule: f.Rule, Severity: f.Severity, Message: f.Message})
+	}
+	return true, out, nil
+}
+
+var _ domain.UploadScanner = (*Engine)(nil)

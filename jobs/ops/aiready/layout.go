@@ -1,0 +1,646 @@
+package aiready
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+type blockKind int
+
+const (
+	kindPara blockKind = iota
+	kindHeading
+	kindItem
+	kindTable
+)
+
+// block is one unit of the document in reading order.
+type block struct {
+	kind blockKind
+	text string // paragraph, heading and list item text
+	rows [][]string
+	// size and bold are the block's dominant style; lines how many lines it has.
+	size  float64
+	bold  bool
+	lines int
+	// level is a heading's level (1–6) or a list item's depth (0 outermost).
+	level   int
+	marker  string // a list item's marker: "-" or its own ("3.", "a)")
+	ordered bool
+	x0      float64
+	// first and last are the pages the block comes from; leaf numbers the column
+	// (within its page) that it was read from.
+	first, last int
+	leaf        int
+}
+
+// item is what reading order is decided on: a segment, or a table found by its rules.
+type item struct {
+	box rect
+	seg *segment
+	tab *block
+}
+
+// layouter reads one page.
+type layouter struct {
+	page   int
+	body   float64 // the document's body text size
+	minGap float64 // the narrowest gutter between columns
+	out    []*block
+	leaves int
+}
+
+// layout turns a page's segments and rules into blocks in reading order.
+func (p *pageData) layout(body float64) []*block {
+	l := &layouter{page: p.page, body: body, minGap: math.Max(4, 0.6*body)}
+	items := make([]*item, 0, len(p.segs))
+	rest := p.segs
+	tables, rest := l.ruledTables(rest, p.rules)
+	for _, t := range tables {
+		items = append(items, t)
+	}
+	for _, s := range rest {
+		items = append(items, &item{box: s.box, seg: s})
+	}
+	l.cut(items)
+	return l.out
+}
+
+// band is a horizontal strip of items no horizontal cut can pass through.
+type band struct {
+	items []*item
+	cover []span // x-intervals covered, merged, ascending
+}
+
+type span struct{ x0, x1 float64 }
+
+// group is a run of bands sharing their gutters: vertical strips empty of text from
+// top to bottom, with text on both sides.
+type group struct {
+	items []*item
+	bands int
+	cover []span
+}
+
+func (g *group) gutters(minGap float64) []span {
+	var out []span
+	for i := 1; i < len(g.cover); i++ {
+		if g.cover[i].x0-g.cover[i-1].x1 >= minGap {
+			out = append(out, span{g.cover[i-1].x1, g.cover[i].x0})
+		}
+	}
+	return out
+}
+
+// cover merges the x-intervals of items into a.
+func cover(a []span, items []*item) []span {
+	out := slices.Clone(a)
+	for _, it := range items {
+		out = append(out, span{it.box.X0, it.box.X1})
+	}
+	slices.SortFunc(out, func(a, b span) int { return cmpF(a.x0, b.x0) })
+	merged := out[:0]
+	for _, s := range out {
+		if n := len(merged); n > 0 && s.x0 <= merged[n-1].x1 {
+			merged[n-1].x1 = math.Max(merged[n-1].x1, s.x1)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
+}
+
+// core is the middle of a box vertically: loose glyph boxes of neighbouring lines
+// touch, their cores do not.
+func core(b rect) (float64, float64) {
+	h := b.Y1 - b.Y0
+	return b.Y0 + 0.25*h, b.Y1 - 0.25*h
+}
+
+func (l *layouter) bands(items []*item) []*band {
+	slices.SortFunc(items, func(a, b *item) int {
+		ya, _ := core(a.box)
+		yb, _ := core(b.box)
+		return cmpF(ya, yb)
+	})
+	var out []*band
+	var bottom float64
+	for _, it := range items {
+		y0, y1 := core(it.box)
+		if len(out) == 0 || y0 > bottom {
+			out = append(out, &band{})
+			bottom = y1
+		}
+		b := out[len(out)-1]
+		b.items = append(b.items, it)
+		bottom = math.Max(bottom, y1)
+	}
+	for _, b := range out {
+		b.cover = cover(nil, b.items)
+	}
+	return out
+}
+
+// cut orders items recursively: bands top to bottom, grouped while they share a
+// gutter; a group with gutters is a table or columns read left to right.
+func (l *layouter) cut(items []*item) {
+	if len(items) == 0 {
+		return
+	}
+	bands := l.bands(items)
+	var groups []*group
+	var cur *group
+	for _, b := range bands {
+		if cur == nil {
+			cur = &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+			continue
+		}
+		merged := cover(cur.cover, b.items)
+		cand := &group{cover: merged}
+		curG := len(cur.gutters(l.minGap)) > 0
+		bG := len((&group{cover: b.cover}).gutters(l.minGap)) > 0
+		if (len(cand.gutters(l.minGap)) > 0 && !(curG && l.belowColumns(cur, b))) || (!curG && !bG) {
+			cur.items = append(cur.items, b.items...)
+			cur.bands++
+			cur.cover = merged
+			continue
+		}
+		groups = append(groups, cur)
+		cur = &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+	}
+	groups = append(groups, cur)
+	for _, g := range groups {
+		gut := g.gutters(l.minGap)
+		switch {
+		case len(gut) == 0 || g.bands == 1:
+			l.leaf(g.items)
+		case l.isTable(g, gut):
+			l.table(g, gut)
+		default:
+			for _, col := range splitColumns(g.items, gut) {
+				l.cut(col)
+			}
+		}
+	}
+}
+
+// belowColumns reports a band under a group's columns rather than in one of them: it
+// sits in one column, every other column has ended above it, and it stands further
+// below its own column's text than a line or paragraph would (a heading or a line
+// after a multi-column section).
+func (l *layouter) belowColumns(g *group, b *band) bool {
+	gut := g.gutters(l.minGap)
+	col := func(it *item) int {
+		return sort.Search(len(gut), func(i int) bool { return gut[i].x0 >= it.box.X1-0.01 })
+	}
+	top, bottom := math.Inf(1), math.Inf(-1)
+	c := col(b.items[0])
+	for _, it := range b.items {
+		if col(it) != c {
+			return false
+		}
+		top, bottom = math.Min(top, it.box.Y0), math.Max(bottom, it.box.Y1)
+	}
+	own := math.Inf(-1)
+	for _, it := range g.items {
+		if col(it) == c {
+			own = math.Max(own, it.box.Y1)
+		} else if it.box.Y1 > top {
+			return false
+		}
+	}
+	return top-own > 0.9*(bottom-top)
+}
+
+func splitColumns(items []*item, gut []span) [][]*item {
+	cols := make([][]*item, len(gut)+1)
+	for _, it := range items {
+		c := sort.Search(len(gut), func(i int) bool { return gut[i].x0 >= it.box.X1-0.01 })
+		cols[c] = append(cols[c], it)
+	}
+	return cols
+}
+
+// isTable tells a table from columns of prose: prose columns are wide, their lines
+// long and filling the column; table cells are short.
+func (l *layouter) isTable(g *group, gut []span) bool {
+	cols := splitColumns(g.items, gut)
+	for _, it := range g.items {
+		if it.tab != nil {
+			return false
+		}
+	}
+	prose := true
+	for _, col := range cols {
+		x0, x1 := math.Inf(1), math.Inf(-1)
+		var widths, lens []float64
+		for _, it := range col {
+			x0, x1 = math.Min(x0, it.box.X0), math.Max(x1, it.box.X1)
+			widths = append(widths, it.box.X1-it.box.X0)
+			lens = append(lens, float64(it.seg.chars))
+		}
+		w := x1 - x0
+		if w < 8*l.body || median(lens) < 20 || median(widths) < 0.5*w {
+			prose = false
+		}
+	}
+	if prose {
+		return false
+	}
+	// A table has at least two rows with two cells.
+	rows := 0
+	for _, b := range l.bands(slices.Clone(g.items)) {
+		filled := 0
+		for _, c := range splitColumns(b.items, gut) {
+			if len(c) > 0 {
+				filled++
+			}
+		}
+		if filled >= 2 {
+			rows++
+		}
+	}
+	return rows >= 2
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// table makes a table of a group: its gutters divide the columns, its bands the rows;
+// a band with nothing in the first column continues the row above (a wrapped cell).
+func (l *layouter) table(g *group, gut []span) {
+	t := &block{kind: kindTable, first: l.page, last: l.page}
+	for _, b := range l.bands(g.items) {
+		cols := splitColumns(b.items, gut)
+		row := make([]string, len(cols))
+		for i, c := range cols {
+			row[i] = cellText(c)
+		}
+		if row[0] == "" && len(t.rows) > 0 {
+			prev := t.rows[len(t.rows)-1]
+			for i, c := range row {
+				if c != "" {
+					prev[i] = strings.TrimSpace(prev[i] + " " + c)
+				}
+			}
+			continue
+		}
+		t.rows = append(t.rows, row)
+	}
+	l.out = append(l.out, t)
+}
+
+// cellText joins a cell's segments in reading order.
+func cellText(items []*item) string {
+	slices.SortFunc(items, func(a, b *item) int {
+		if vOverlapHalf(a.box, b.box) {
+			return cmpF(a.box.X0, b.box.X0)
+		}
+		return cmpF(a.box.Y0, b.box.Y0)
+	})
+	var parts []string
+	for _, it := range items {
+		if it.seg != nil {
+			parts = append(parts, it.seg.text)
+		}
+	}
+	return joinLines(parts)
+}
+
+// ruledTables finds tables drawn with rules: a connected grid of horizontal and
+// vertical rules with at least two columns. The segments inside become its cells.
+func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segment) {
+	if len(rules) < 5 || len(rules) > 2000 {
+		return nil, segs
+	}
+	// Connected components of rules that touch (within 2 points).
+	parent := make([]int, len(rules))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	const touch = 2.0
+	order := make([]int, len(rules))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmpF(rules[a].X0, rules[b].X0) })
+	for ai, a := range order {
+		ra := rules[a]
+		for _, b := range order[ai+1:] {
+			rb := rules[b]
+			if rb.X0 > ra.X1+touch {
+				break
+			}
+			if rb.Y0 <= ra.Y1+touch && ra.Y0 <= rb.Y1+touch {
+				parent[find(a)] = find(b)
+			}
+		}
+	}
+	comps := map[int][]rect{}
+	for i, r := range rules {
+		comps[find(i)] = append(comps[find(i)], r)
+	}
+	var tables []*item
+	used := make([]bool, len(segs))
+	keys := make([]int, 0, len(comps))
+	for k := range comps {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		comp := comps[k]
+		var xs, ys []float64
+		box := comp[0]
+		for _, r := range comp {
+			box = union(box, r)
+			if r.X1-r.X0 <= 3 && r.Y1-r.Y0 > 3 {
+				xs = append(xs, (r.X0+r.X1)/2)
+			} else if r.Y1-r.Y0 <= 3 {
+				ys = append(ys, (r.Y0+r.Y1)/2)
+			}
+		}
+		xs, ys = clusterCoords(xs), clusterCoords(ys)
+		if len(xs) < 3 || len(ys) < 2 {
+			continue
+		}
+		nr, nc := len(ys)-1, len(xs)-1
+		cells := make([][][]*item, nr)
+		for i := range cells {
+			cells[i] = make([][]*item, nc)
+		}
+		any := false
+		for i, s := range segs {
+			if used[i] {
+				continue
+			}
+			cx, cy := (s.box.X0+s.box.X1)/2, (s.box.Y0+s.box.Y1)/2
+			if cx < xs[0] || cx > xs[nc] || cy < ys[0] || cy > ys[nr] {
+				continue
+			}
+			c := min(nc-1, max(0, sort.SearchFloat64s(xs, s.box.X0+0.5)-1))
+			r := min(nr-1, max(0, sort.SearchFloat64s(ys, cy)-1))
+			cells[r][c] = append(cells[r][c], &item{box: s.box, seg: s})
+			used[i] = true
+			any = true
+		}
+		if !any {
+			continue
+		}
+		t := &block{kind: kindTable, first: l.page, last: l.page}
+		for _, row := range cells {
+			texts := make([]string, nc)
+			empty := true
+			for c, its := range row {
+				texts[c] = cellText(its)
+				empty = empty && texts[c] == ""
+			}
+			if !empty {
+				t.rows = append(t.rows, texts)
+			}
+		}
+		t.rows = dropEmptyColumns(t.rows)
+		if len(t.rows) == 0 || len(t.rows[0]) < 2 {
+			// A frame around text, not a table: its text goes back to the page.
+			for _, row := range cells {
+				for _, its := range row {
+					for _, it := range its {
+						for i, s := range segs {
+							if s == it.seg {
+								used[i] = false
+							}
+						}
+					}
+				}
+			}
+			continue
+		}
+		tables = append(tables, &item{box: box, tab: t})
+	}
+	if len(tables) == 0 {
+		return nil, segs
+	}
+	rest := make([]*segment, 0, len(segs))
+	for i, s := range segs {
+		if !used[i] {
+			rest = append(rest, s)
+		}
+	}
+	return tables, rest
+}
+
+func clusterCoords(v []float64) []float64 {
+	slices.Sort(v)
+	var out []float64
+	for _, x := range v {
+		if len(out) > 0 && x-out[len(out)-1] <= 2 {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func dropEmptyColumns(rows [][]string) [][]string {
+	if len(rows) == 0 {
+		return rows
+	}
+	var keep []int
+	for c := range rows[0] {
+		for _, r := range rows {
+			if r[c] != "" {
+				keep = append(keep, c)
+				break
+			}
+		}
+	}
+	if len(keep) == len(rows[0]) {
+		return rows
+	}
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		for _, c := range keep {
+			out[i] = append(out[i], r[c])
+		}
+	}
+	return out
+}
+
+// line is one line of text in a single column.
+type line struct {
+	text  string
+	box   rect
+	size  float64
+	bold  bool
+	chars int
+}
+
+// leaf reads a single column: its items in lines top to bottom, the lines in blocks.
+func (l *layouter) leaf(items []*item) {
+	l.leaves++
+	slices.SortFunc(items, func(a, b *item) int { return cmpF((a.box.Y0+a.box.Y1)/2, (b.box.Y0+b.box.Y1)/2) })
+	var lines []line
+	var pending []*item
+	flushLine := func() {
+		if len(pending) == 0 {
+			return
+		}
+		slices.SortFunc(pending, func(a, b *item) int { return cmpF(a.box.X0, b.box.X0) })
+		ln := line{box: pending[0].box}
+		var parts []string
+		var boldN, best int
+		for _, it := range pending {
+			s := it.seg
+			parts = append(parts, s.text)
+			ln.box = union(ln.box, s.box)
+			ln.chars += s.chars
+			if s.chars > best {
+				ln.size, best = s.size, s.chars
+			}
+			if s.bold {
+				boldN += s.chars
+			}
+		}
+		ln.bold = boldN*2 >= ln.chars
+		ln.text = strings.Join(parts, " ")
+		lines = append(lines, ln)
+		pending = pending[:0]
+	}
+	var lineBox rect
+	for _, it := range items {
+		if it.tab != nil {
+			flushLine()
+			l.blocks(lines)
+			lines = lines[:0]
+			l.out = append(l.out, it.tab)
+			continue
+		}
+		if len(pending) > 0 && !vOverlapHalf(lineBox, it.box) {
+			flushLine()
+		}
+		if len(pending) == 0 {
+			lineBox = it.box
+		} else {
+			lineBox = union(lineBox, it.box)
+		}
+		pending = append(pending, it)
+	}
+	flushLine()
+	l.blocks(lines)
+}
+
+// blocks groups a column's lines into paragraphs and list items: a new block starts
+// at a list marker, a change of style, a wider gap or an indented first line.
+func (l *layouter) blocks(lines []line) {
+	if len(lines) == 0 {
+		return
+	}
+	left, right := math.Inf(1), math.Inf(-1)
+	for _, ln := range lines {
+		left, right = math.Min(left, ln.box.X0), math.Max(right, ln.box.X1)
+	}
+	var cur *block
+	var parts []string
+	var prev line
+	flush := func() {
+		if cur != nil {
+			cur.text = joinLines(parts)
+			l.out = append(l.out, cur)
+		}
+		cur, parts = nil, nil
+	}
+	for _, ln := range lines {
+		size := math.Max(ln.size, 1)
+		gap := ln.box.Y0 - prev.box.Y1
+		if marker, rest, ordered, ok := listMarker(ln.text); ok && ln.size < 1.12*l.body {
+			flush()
+			cur = &block{kind: kindItem, marker: marker, ordered: ordered, size: ln.size, bold: ln.bold, lines: 1,
+				x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
+			parts = append(parts, rest)
+			prev = ln
+			continue
+		}
+		if cur != nil {
+			cont := false
+			switch cur.kind {
+			case kindItem:
+				cont = gap <= 0.6*size && ln.box.X0 >= cur.x0+0.3*size && sameSize(ln.size, cur.size)
+			case kindPara:
+				indented := ln.box.X0-left > 0.8*size && prev.box.X0-left < 0.3*size
+				cont = gap <= 0.6*size && sameSize(ln.size, cur.size) && ln.bold == cur.bold && !indented &&
+					!endsParagraph(prev, ln, right)
+			}
+			if cont {
+				parts = append(parts, ln.text)
+				cur.lines++
+				prev = ln
+				continue
+			}
+		}
+		flush()
+		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
+		parts = append(parts, ln.text)
+		prev = ln
+	}
+	flush()
+}
+
+// endsParagraph reports a paragraph ended by prev though no space follows it: prev
+// closes a sentence, and the first word of ln would have fitted in the room left at
+// its end (a line is only broken early where the writer broke it).
+func endsParagraph(prev, ln line, right float64) bool {
+	last, _ := utf8.DecodeLastRuneInString(prev.text)
+	if !strings.ContainsRune(".!?:\"”)", last) || ln.chars == 0 {
+		return false
+	}
+	word, _, _ := strings.Cut(ln.text, " ")
+	perChar := (ln.box.X1 - ln.box.X0) / float64(utf8.RuneCountInString(ln.text))
+	need := perChar * float64(utf8.RuneCountInString(word)+1)
+	return right-prev.box.X1 > need*1.1
+}
+
+// sameSize: sizes half a point or 6 % apart are one (recognised text wavers).
+func sameSize(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.5, 0.06*math.Max(a, b)) }
+
+// joinLines joins the lines of a paragraph, mending words hyphenated across lines.
+func joinLines(parts []string) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			prev := parts[i-1]
+			r, _ := utf8.DecodeRuneInString(p)
+			if strings.HasSuffix(prev, "-") && len(prev) > 1 && unicode.IsLower(r) {
+				before, _ := utf8.DecodeLastRuneInString(prev[:len(prev)-1])
+				if unicode.IsLetter(before) {
+					s := b.String()
+					b.Reset()
+					b.WriteString(s[:len(s)-1])
+					b.WriteString(p)
+					continue
+				}
+			}
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}

@@ -1,0 +1,84 @@
+package rest_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/scan"
+	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
+)
+
+// TestValidationScan: an upload whose policy asks for a scan is scanned at completion by
+// a real clamd and the built-in rules; an infected file is rejected with its findings,
+// a clean one passes, and the inspect preset scans what it inspects.
+func TestValidationScan(t *testing.T) {
+	t.Parallel()
+	clamd := clamdtest.Start(t)
+	c := scan.DefaultConfig()
+	c.ClamdAddress = clamd.Address
+	scanner, err := scan.New(c)
+	require.NoError(t, err)
+	b := setup(t, setupOpts{worker: true, scanner: scanner, engines: map[string]domain.Engine{"scan": scanner}})
+	policy := map[string]any{"validation": map[string]any{"scan": true}}
+
+	r := b.uploadFile(b.liveA, "hello.txt", []byte(clamdtest.EICAR), policy)
+	require.Equal(t, 422, r.status, string(r.body))
+	e := r.json(t)["error"].(map[string]any)
+	require.Equal(t, domain.CodeMalwareDetected, e["code"])
+	findings := e["details"].(map[string]any)["findings"].([]any)
+	rules := map[string]bool{}
+	for _, f := range findings {
+		f := f.(map[string]any)
+		require.Equal(t, domain.CodeMalwareDetected, f["code"])
+		rules[f["rule"].(string)] = true
+	}
+	require.True(t, rules["eicar"], "the built-in rule: %v", findings)
+	require.True(t, rules["clamav"], "clamd: %v", findings)
+	fileID := e["details"].(map[string]any)["file_id"].(string)
+	file := b.do(req{method: "GET", path: "/v1/files/" + fileID, key: b.liveA}).json(t)
+	require.Equal(t, "rejected", file["status"])
+	require.NotEmpty(t, file["findings"])
+	history := b.do(req{method: "GET", path: "/v1/files/" + fileID + "/history", key: b.liveA}).json(t)["data"].([]any)
+	require.Equal(t, "file.rejected", history[len(history)-1].(map[string]any)["type"], "the rejection is in the file's history")
+
+	r = b.uploadFile(b.liveA, "clean.txt", []byte("nothing to see here\n"), policy)
+	require.Equal(t, 200, r.status, string(r.body))
+	require.Equal(t, "ready", r.json(t)["status"])
+
+	// The inspect preset reports on the file and scans it, both steps reading the file.
+	r = b.createJob(b.liveA, map[string]any{"file_id": r.json(t)["id"], "preset": "inspect"})
+	require.Equal(t, 202, r.status, string(r.body))
+	require.EqualValues(t, 2, r.json(t)["credits_reserved"])
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	steps := map[string]string{}
+	for _, a := range j["artifacts"].([]any) {
+		a := a.(map[string]any)
+		steps[a["step"].(string)] = a["name"].(string)
+	}
+	require.Equal(t, map[string]string{"inspect": "inspect.json", "scan": "scan.json"}, steps)
+
+	// Without the policy, the same bytes are stored; a scan job then fails with the
+	// verdict and is charged nothing.
+	before := b.account(b.orgA.Organization.ID)
+	infected := b.readyFile(b.liveA, "later.txt", []byte(clamdtest.EICAR))
+	r = b.createJob(b.liveA, map[string]any{"file_id": infected, "operation": "scan"})
+	require.Equal(t, 202, r.status, string(r.body))
+	j = b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "failed", j["state"])
+	require.Equal(t, domain.CodeMalwareDetected, j["error"].(map[string]any)["code"])
+	require.Equal(t, before.Balance, b.account(b.orgA.Organization.ID).Balance, "a malicious verdict is charged nothing")
+}
+
+// TestValidationScanNeedsAScanner: a deployment without a scanner refuses the policy
+// when the session is created, not after the bytes were sent.
+func TestValidationScanNeedsAScanner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(),
+		body: map[string]any{"filename": "a.txt", "byte_size": 3, "validation": map[string]any{"scan": true}}})
+	require.Equal(t, 503, r.status, string(r.body))
+	require.Equal(t, domain.CodeProcessingUnavailable, r.errorCode(t))
+}
