@@ -142,7 +142,8 @@ func (s *Server) watchKey(ctx context.Context, c *liveConn) {
 // it is over or the client leaves. next returns nil for an event that changes nothing it
 // shows.
 func stream[V any](ctx context.Context, r *Resolver, topics []string, first func(context.Context) (V, error),
-	next func(context.Context, *domain.Event, V) (*V, error), done func(V) bool) (<-chan V, error) {
+	next func(context.Context, *domain.Event, V) (*V, error), refresh func(context.Context, V) (*V, error),
+	done func(V) bool) (<-chan V, error) {
 	p := principal(ctx)
 	release, err := r.live.acquire(ctx, p)
 	if err != nil {
@@ -181,7 +182,17 @@ func stream[V any](ctx context.Context, r *Resolver, topics []string, first func
 		if first != nil && (!send(cur) || done(cur)) {
 			return
 		}
+		// The stream is best effort (a relay that died, a lost connection to Redis): the
+		// subject is read again now and then, so a change the stream lost still arrives.
+		var resync <-chan time.Time
+		if refresh != nil && r.resync > 0 {
+			t := time.NewTicker(r.resync)
+			defer t.Stop()
+			resync = t.C
+		}
 		for {
+			var v *V
+			var err error
 			select {
 			case <-ctx.Done():
 				return
@@ -189,18 +200,24 @@ func stream[V any](ctx context.Context, r *Resolver, topics []string, first func
 				if !ok {
 					return
 				}
-				v, err := next(ctx, e, cur)
-				if err != nil {
-					r.log.Warn("subscription ends", "error", err.Error())
-					return
-				}
-				if v == nil {
+				v, err = next(ctx, e, cur)
+			case <-resync:
+				v, err = refresh(ctx, cur)
+				if err != nil && domain.ErrorCode(err) != domain.CodeNotFound {
+					r.log.Warn("subscription could not read its subject again", "error", err.Error())
 					continue
 				}
-				cur = *v
-				if !send(cur) || done(cur) {
-					return
-				}
+			}
+			if err != nil {
+				r.log.Warn("subscription ends", "error", err.Error())
+				return
+			}
+			if v == nil {
+				continue
+			}
+			cur = *v
+			if !send(cur) || done(cur) {
+				return
 			}
 		}
 	}()
@@ -235,6 +252,11 @@ var fileStatusRank = map[string]int{domain.FileAwaitingUpload: 0, domain.FileRea
 
 func fileDone(f *domain.FileView) bool { return fileStatusRank[f.Status] == 2 }
 
+// fileAfter reports whether b is a later status of a file than a.
+func fileAfter(b, a *domain.FileView) bool {
+	return fileStatusRank[b.Status] > fileStatusRank[a.Status]
+}
+
 // subscribeJob: the job now, then each later state of it.
 func (r *Resolver) subscribeJob(ctx context.Context, id string) (<-chan *domain.JobView, error) {
 	p := principal(ctx)
@@ -255,10 +277,16 @@ func (r *Resolver) subscribeJob(ctx context.Context, id string) (<-chan *domain.
 		if !ok || v.ID != id || !jobAfter(&v, cur) {
 			return nil, nil
 		}
-		if len(v.Artifacts) == 0 && len(cur.Artifacts) > 0 {
-			v.Artifacts = cur.Artifacts
-		}
 		return ptr(&v), nil
+	}, func(ctx context.Context, cur *domain.JobView) (**domain.JobView, error) {
+		j, err := r.svc.Jobs.FindJob(ctx, p, id)
+		if err != nil {
+			return nil, err
+		}
+		if v := j.View(); jobAfter(&v, cur) {
+			return ptr(&v), nil
+		}
+		return nil, nil
 	}, func(v *domain.JobView) bool { return jobStateRank[v.State] == 2 })
 }
 
@@ -279,10 +307,25 @@ func (r *Resolver) subscribeFile(ctx context.Context, id string) (<-chan *domain
 			return nil, nil
 		}
 		v, ok := objectOf[domain.FileView](e)
-		if !ok || v.ID != id || fileStatusRank[v.Status] < fileStatusRank[cur.Status] || v.Status == cur.Status {
+		if !ok || v.ID != id || !fileAfter(&v, cur) {
 			return nil, nil
 		}
 		return ptr(&v), nil
+	}, func(ctx context.Context, cur *domain.FileView) (**domain.FileView, error) {
+		f, err := r.svc.Files.GetFile(ctx, p, id)
+		if domain.ErrorCode(err) == domain.CodeNotFound {
+			// Deleted meanwhile, and the stream lost it: that is its end.
+			gone := *cur
+			gone.Status = domain.FileDeleted
+			return ptr(&gone), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v := f.View(); fileAfter(&v, cur) {
+			return ptr(&v), nil
+		}
+		return nil, nil
 	}, fileDone)
 }
 
@@ -300,18 +343,20 @@ func (r *Resolver) subscribeBatch(ctx context.Context, id string) (<-chan *domai
 		}
 		return ptr(b.View(jobs)), nil
 	}
+	changed := func(ctx context.Context, cur *domain.BatchView) (**domain.BatchView, error) {
+		v, err := read(ctx)
+		if err != nil || batchSame(v, cur) {
+			return nil, err
+		}
+		return ptr(v), nil
+	}
 	return stream(ctx, r, []string{id}, read, func(ctx context.Context, e *domain.Event, cur *domain.BatchView) (**domain.BatchView, error) {
 		if !strings.HasPrefix(e.Type, "job.") || e.Type == domain.EventJobProgress {
 			return nil, nil
 		}
-		v, err := read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if batchSame(v, cur) {
-			return nil, nil
-		}
-		return ptr(v), nil
+		return changed(ctx, cur)
+	}, func(ctx context.Context, cur *domain.BatchView) (**domain.BatchView, error) {
+		return changed(ctx, cur)
 	}, func(v *domain.BatchView) bool { return v.State == "completed" })
 }
 
@@ -339,5 +384,5 @@ func (r *Resolver) subscribeEvents(ctx context.Context, projectID string, types 
 			return nil, nil
 		}
 		return ptr(ptr(e.View())), nil
-	}, func(*domain.EventView) bool { return false })
+	}, nil, func(*domain.EventView) bool { return false })
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -12,4 +13,7 @@ type Resolver struct {
 	log  *slog.Logger
 	bus  EventStream // nil: no subscriptions
 	live *liveLimits
+	// resync is how often a subscription reads its subject again, in case the stream
+	// lost a change.
+	resync time.Duration
 }

@@ -41,6 +41,9 @@ type ServerConfig struct {
 	// KeyRecheck is how often a websocket's key is checked again: a revoked key's
 	// subscriptions end within it.
 	KeyRecheck time.Duration
+	// Resync is how often a subscription reads its subject again, so a change the best
+	// effort event stream lost (a relay that died, Redis reconnecting) still arrives.
+	Resync time.Duration
 	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the subscriptions
 	// running at once on one connection, and for one key on one process.
 	MaxSubscriptionsPerConnection int
@@ -53,7 +56,7 @@ type ServerConfig struct {
 // DefaultServerConfig returns the defaults.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{MaxDepth: 12, MaxComplexity: 15000, MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
-		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second,
+		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second, Resync: 15 * time.Second,
 		MaxSubscriptionsPerConnection: 100, MaxSubscriptionsPerKey: 1000}
 }
 
@@ -70,6 +73,8 @@ func (c ServerConfig) Validate() error {
 		return errors.New("graph: KeepAlive must be at least 1s")
 	case c.KeyRecheck < 100*time.Millisecond || c.KeyRecheck > time.Minute:
 		return errors.New("graph: KeyRecheck must be between 100ms and 1m")
+	case c.Resync < 0:
+		return errors.New("graph: Resync must not be negative")
 	case c.MaxSubscriptionsPerConnection < 1 || c.MaxSubscriptionsPerKey < 1:
 		return errors.New("graph: the subscription limits must be at least 1")
 	}
@@ -93,7 +98,7 @@ func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimite
 	}
 	s := &Server{cfg: cfg, svc: svc, limiter: limiter, log: log}
 	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
-	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live}}
+	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live, resync: cfg.Resync}}
 	setComplexity(&ec.Complexity)
 	gql := handler.New(NewExecutableSchema(ec))
 	gql.AddTransport(transport.Websocket{

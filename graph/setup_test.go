@@ -42,6 +42,8 @@ type bundle struct {
 	bus   *jobs.LocalBus
 	// startWorker runs a worker in-process.
 	startWorker func()
+	// stopRelay stops relaying the outbox to the event stream.
+	stopRelay func()
 	srv         *httptest.Server
 	// Organization A with a live and a test key, organization B with a live key.
 	orgA, orgB         *domain.Bootstrap
@@ -89,7 +91,8 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		defer close(relayDone)
 		jobs.RunRelay(relayCtx, svc.Webhooks, jobs.WebhookConfig{Nudges: bus.Nudges(), RelayPoll: 50 * time.Millisecond}, quiet)
 	}()
-	t.Cleanup(func() { stopRelay(); <-relayDone })
+	relayStopped := func() { stopRelay(); <-relayDone }
+	t.Cleanup(relayStopped)
 	limiter := rest.NewRedisRateLimiter(rdb)
 	gcfg := graph.DefaultServerConfig()
 	gcfg.StatusOf = rest.StatusOf
@@ -105,7 +108,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	mux.Handle("/", api.Handler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	b := &bundle{t: t, store: store, svc: svc, srv: srv, bus: bus}
+	b := &bundle{t: t, store: store, svc: svc, srv: srv, bus: bus, stopRelay: relayStopped}
 	b.startWorker = func() {
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
 			Pools: jobs.EnginePools(reg, engines, func(string) int { return 4 })}, quiet)

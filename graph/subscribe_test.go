@@ -200,3 +200,26 @@ func TestSubscriptionLimits(t *testing.T) {
 	c1.Close()
 	require.Eventually(t, func() bool { return len(open(c2).Errors) == 0 }, 30*time.Second, 50*time.Millisecond)
 }
+
+// TestSubscriptionsReadAgainWhatTheStreamLost: with no relay to publish it, a job's
+// change still reaches its subscriber when the subscription reads the job again.
+func TestSubscriptionsReadAgainWhatTheStreamLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{gcfg: func(c *graph.ServerConfig) { c.Resync = 200 * time.Millisecond }})
+	f := b.uploadREST(b.liveA, "a.png", pngBytes(t, 21, 11))
+	st, job := b.rest("POST", "/v1/jobs", b.liveA, map[string]any{"file_id": f["id"], "operation": "inspect"})
+	require.Equal(t, 202, st, job)
+	c, err := b.dial(graphtest.LegacyWS, nil, map[string]any{"authorization": "Bearer " + b.liveA})
+	require.NoError(t, err)
+	_, ch, err := c.Subscribe(jobSub, map[string]any{"id": job["id"]})
+	require.NoError(t, err)
+	r, ok := next(t, ch)
+	require.True(t, ok)
+	require.Equal(t, "queued", r.Data["jobUpdated"].(map[string]any)["state"])
+	b.stopRelay()
+	st, _ = b.rest("POST", "/v1/jobs/"+job["id"].(string)+"/cancel", b.liveA, nil)
+	require.Equal(t, 200, st)
+	states := drain(t, ch, "jobUpdated")
+	require.Len(t, states, 1)
+	require.Equal(t, "cancelled", states[0]["state"])
+}
