@@ -44,7 +44,7 @@ type bundle struct {
 	startWorker func()
 	// stopRelay stops relaying the outbox to the event stream.
 	stopRelay func()
-	srv         *httptest.Server
+	srv       *httptest.Server
 	// Organization A with a live and a test key, organization B with a live key.
 	orgA, orgB         *domain.Bootstrap
 	liveA, testA, keyB string
