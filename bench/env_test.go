@@ -146,7 +146,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 	tb.Helper()
 	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency,
-		Pools: jobs.EnginePools(s.registry, s.engines, func(string) int { return concurrency })}, discardLogger())
+		Pools: jobs.EnginePools(s.registry, s.engines, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: concurrency} })}, discardLogger())
 	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)

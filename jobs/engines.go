@@ -159,27 +159,52 @@ func (d *Directory) LiveEngines(ctx context.Context) (map[string]domain.EngineIn
 	return out, nil
 }
 
-// EnginePools returns the pools of a worker running the given engine families: one per
-// queue of the registry all of whose families it runs, so it never takes a job it
-// cannot run. A pool's concurrency is the smallest of its families' (concurrency).
-func EnginePools(reg *domain.Registry, have map[string]domain.Engine, concurrency func(family string) int) []Pool {
-	var out []Pool
+// FamilySettings is how a worker runs one engine family's jobs.
+type FamilySettings struct {
+	// Concurrency is how many of its jobs run at once.
+	Concurrency int
+	// PollInterval is how often its idle pool looks for jobs (zero: the worker's):
+	// families whose jobs take seconds can look less often than those of milliseconds.
+	PollInterval time.Duration
+	// Weight ranks families by how long their jobs take: a job needing several
+	// families runs in the pool of its heaviest.
+	Weight int
+}
+
+// EnginePools returns the pools of a worker running the given engine families: a
+// pool per family, serving the queues of the engine sets whose heaviest family it is
+// and all of whose families the worker runs, so it never takes a job it cannot run and
+// slow work never holds the slots of fast work. A pool runs Concurrency of its family's
+// jobs at once.
+func EnginePools(reg *domain.Registry, have map[string]domain.Engine, settings func(family string) FamilySettings) []Pool {
+	byFamily := map[string]*Pool{}
 	for _, set := range reg.EngineSets() {
-		limit := 0
+		heaviest := ""
 		for _, f := range set {
 			if have[f] == nil {
-				limit = -1
+				heaviest = ""
 				break
 			}
-			if c := concurrency(f); limit == 0 || c < limit {
-				limit = c
+			if heaviest == "" || settings(f).Weight > settings(heaviest).Weight ||
+				settings(f).Weight == settings(heaviest).Weight && f > heaviest {
+				heaviest = f
 			}
 		}
-		if limit <= 0 {
+		if heaviest == "" {
 			continue
 		}
-		q := domain.QueueName(set)
-		out = append(out, Pool{Name: strings.TrimPrefix(q, "engine:"), Queues: map[string]int{q: 1}, Concurrency: limit})
+		p := byFamily[heaviest]
+		if p == nil {
+			fs := settings(heaviest)
+			p = &Pool{Name: heaviest, Queues: map[string]int{}, Concurrency: max(1, fs.Concurrency), PollInterval: fs.PollInterval}
+			byFamily[heaviest] = p
+		}
+		// A job needing fewer families is lighter: it goes first.
+		p.Queues[domain.QueueName(set)] = max(1, 4-len(set))
+	}
+	out := make([]Pool, 0, len(byFamily))
+	for _, p := range byFamily {
+		out = append(out, *p)
 	}
 	slices.SortFunc(out, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
 	return out

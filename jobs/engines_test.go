@@ -90,25 +90,28 @@ func TestEnginePoolsServeOnlyWhatTheWorkerRuns(t *testing.T) {
 	require.NoError(t, reg.AddPreset(domain.PresetSpec{Name: "ab", InputFormats: []string{"*"},
 		Steps: []domain.StepSpec{{Name: "a", Operation: "a.op"}, {Name: "b", Operation: "b.op"}}}))
 	alphaOnly := map[string]domain.Engine{"alpha": &checkedEngine{}}
-	pools := jobs.EnginePools(reg, alphaOnly, func(f string) int { return 3 })
+	pools := jobs.EnginePools(reg, alphaOnly, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: 3} })
 	require.Len(t, pools, 1)
-	require.Equal(t, map[string]int{"engine:alpha": 1}, pools[0].Queues)
+	require.Equal(t, map[string]int{"engine:alpha": 3}, pools[0].Queues, "alpha's own queue; not the preset's, which needs beta too")
 	require.Equal(t, 3, pools[0].Concurrency)
 	both := map[string]domain.Engine{"alpha": &checkedEngine{}, "beta": &checkedEngine{}}
-	pools = jobs.EnginePools(reg, both, func(f string) int {
+	pools = jobs.EnginePools(reg, both, func(f string) jobs.FamilySettings {
 		if f == "beta" {
-			return 1
+			return jobs.FamilySettings{Concurrency: 1, Weight: 5, PollInterval: time.Second}
 		}
-		return 3
+		return jobs.FamilySettings{Concurrency: 3}
 	})
-	require.Len(t, pools, 3)
-	require.Equal(t, "alpha+beta", pools[1].Name)
-	require.Equal(t, 1, pools[1].Concurrency, "a set runs at the pace of its slowest family")
+	require.Len(t, pools, 2, "a pool per family")
+	require.Equal(t, "beta", pools[1].Name)
+	require.Equal(t, map[string]int{"engine:beta": 3, "engine:alpha+beta": 2}, pools[1].Queues,
+		"a job needing both runs in the pool of the heavier family, after lighter jobs")
+	require.Equal(t, 1, pools[1].Concurrency)
+	require.Equal(t, time.Second, pools[1].PollInterval)
 
 	b := setup(t, open(t))
 	var ran atomic.Int32
 	b.server(t, jobs.ServerConfig{Concurrency: 1, TaskCheckInterval: 10 * time.Millisecond,
-		Pools: jobs.EnginePools(reg, alphaOnly, func(string) int { return 1 })}, func(s *jobs.Server) {
+		Pools: jobs.EnginePools(reg, alphaOnly, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: 1} })}, func(s *jobs.Server) {
 		s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(context.Context, *asynq.Task) error { ran.Add(1); return nil }))
 	})
 	ctx := context.Background()

@@ -49,17 +49,22 @@ type ServerConfig struct {
 	// LogRepeatInterval: a failure that repeats (a dependency down) is logged once per
 	// interval with a count (default 10s).
 	LogRepeatInterval time.Duration
+	// QueuesPollInterval is how often an idle server looks in Queues (zero:
+	// TaskCheckInterval); the pools have their own.
+	QueuesPollInterval time.Duration
 	// Pools are further sets of queues, each served with a concurrency of its own
 	// beside Queues: the engines' queues, so that slow work in one cannot take the
 	// slots of another.
 	Pools []Pool
 }
 
-// Pool is a set of queues served by Concurrency tasks at a time.
+// Pool is a set of queues served by Concurrency tasks at a time. An idle pool looks
+// for tasks every PollInterval (zero: the server's TaskCheckInterval).
 type Pool struct {
-	Name        string
-	Queues      map[string]int
-	Concurrency int
+	Name         string
+	Queues       map[string]int
+	Concurrency  int
+	PollInterval time.Duration
 }
 
 // DefaultServerConfig is the configuration zero fields fall back to.
@@ -201,9 +206,17 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	s.client = asynq.NewClientFromRedisClient(s.rdb)
 	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
 	s.mux.Use(SkipNonRetryable)
-	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues, cfg.TaskCheckInterval)
+	mainPoll := cfg.QueuesPollInterval
+	if mainPoll <= 0 {
+		mainPoll = cfg.TaskCheckInterval
+	}
+	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues, mainPoll)
 	for _, p := range cfg.Pools {
-		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues, cfg.TaskCheckInterval))
+		poll := p.PollInterval
+		if poll <= 0 {
+			poll = cfg.TaskCheckInterval
+		}
+		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues, poll))
 	}
 	// Sweeps are few and short; two workers of their own keep one from waiting for
 	// another, and a poll of 200 ms is prompt enough for a task fired every few seconds.

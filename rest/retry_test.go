@@ -240,7 +240,7 @@ var inspectQueue = domain.QueueName([]string{"inspect"})
 func startWorker(t *testing.T, b *bundle) {
 	t.Helper()
 	w := jobs.NewServer(b.redisOpt, jobs.ServerConfig{Concurrency: 1,
-		Pools: jobs.EnginePools(b.svc.Jobs.Registry, b.svc.Jobs.Engines, func(string) int { return 1 })},
+		Pools: jobs.EnginePools(b.svc.Jobs.Registry, b.svc.Jobs.Engines, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: 1} })},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	jobs.RegisterTasks(w, b.svc, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, w.Start())

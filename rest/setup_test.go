@@ -138,7 +138,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 			RetryDelayFunc:   func(int, error, *asynq.Task) time.Duration { return 50 * time.Millisecond },
 			NotRunRetryDelay: 50 * time.Millisecond}
 		if o.worker {
-			cfg.Pools = jobs.EnginePools(reg, engines, func(string) int { return 4 })
+			cfg.Pools = jobs.EnginePools(reg, engines, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: 4} })
 		}
 		if o.webhooks != nil {
 			cfg.Pools, cfg.TaskCheckInterval = append(cfg.Pools, jobs.WebhookPool(8)), 5*time.Millisecond

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/inspect"
@@ -107,7 +109,7 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		},
 		"image": func() (domain.Engine, error) {
 			c := image.DefaultConfig()
-			c.Threads = max(1, runtime.NumCPU()/engineConcurrency(cfg)("image"))
+			c.Threads = max(1, runtime.NumCPU()/engineSettings(cfg)("image").Concurrency)
 			c.Logger = log
 			return image.New(c)
 		},
@@ -167,22 +169,41 @@ func renderPageWith(p *pdfium.Pool) func(ctx context.Context, pdfPath string, pa
 	}
 }
 
-// defaultEngineConcurrency is how many jobs of a family a worker runs at once, per CPU,
-// unless FILEMILL_ENGINE_CONCURRENCY says otherwise: light work more, heavy work (a
-// LibreOffice instance or a multi-page OCR per job) less.
-var defaultEngineConcurrency = map[string]float64{"inspect": 2, "pdf": 1, "render": 1, "image": 1, "scan": 1, "office": 1, "ocr": 0.5}
+// familyDefaults are how a worker runs each engine family unless
+// FILEMILL_ENGINE_CONCURRENCY says otherwise: jobs at once per CPU (light work more,
+// heavy work — a LibreOffice instance or a multi-page OCR per job — less), how often an
+// idle pool looks for jobs as a multiple of FILEMILL_WORKER_POLL_INTERVAL (the families
+// whose jobs take seconds look less often: an idle worker's cost is mostly this
+// looking), and the weight that puts a job needing several families in the pool of its
+// heaviest.
+var familyDefaults = map[string]struct {
+	perCPU       float64
+	pollMultiple int
+	weight       int
+}{
+	"inspect": {2, 1, 0},
+	"scan":    {1, 3, 1},
+	"pdf":     {1, 3, 2},
+	"image":   {1, 3, 2},
+	"render":  {1, 3, 2},
+	"ai":      {1, 10, 3},
+	"ocr":     {0.5, 10, 4},
+	"office":  {1, 10, 5},
+}
 
-// engineConcurrency returns a family's concurrency for this worker.
-func engineConcurrency(cfg *Config) func(family string) int {
-	return func(family string) int {
-		if n, ok := cfg.EngineConcurrency[family]; ok {
-			return n
-		}
-		per, ok := defaultEngineConcurrency[family]
+// engineSettings returns a family's settings for this worker.
+func engineSettings(cfg *Config) func(family string) jobs.FamilySettings {
+	return func(family string) jobs.FamilySettings {
+		d, ok := familyDefaults[family]
 		if !ok {
-			per = 1
+			d.perCPU, d.pollMultiple = 1, 1
 		}
-		return max(1, int(per*float64(runtime.NumCPU())))
+		fs := jobs.FamilySettings{Concurrency: max(1, int(d.perCPU*float64(runtime.NumCPU()))),
+			PollInterval: time.Duration(d.pollMultiple) * cfg.WorkerPollInterval, Weight: d.weight}
+		if n, ok := cfg.EngineConcurrency[family]; ok {
+			fs.Concurrency = n
+		}
+		return fs
 	}
 }
 

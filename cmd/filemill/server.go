@@ -260,12 +260,14 @@ func runServer(ctx context.Context, args []string, roles role) error {
 
 	var worker *jobs.Server
 	if roles&roleWorker != 0 {
-		pools := jobs.EnginePools(a.registry, a.engines, engineConcurrency(cfg))
+		pools := jobs.EnginePools(a.registry, a.engines, engineSettings(cfg))
 		// Webhook attempts have a pool of their own, so endpoints that are slow to answer
 		// never take the slots jobs run in.
 		pools = append(pools, jobs.WebhookPool(cfg.WebhookConcurrency))
 		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency,
-			TaskCheckInterval: cfg.WorkerPollInterval, Pools: pools,
+			// Jobs and deliveries have queues of their own; the default queue carries
+			// only what has none, nothing waiting on it.
+			TaskCheckInterval: cfg.WorkerPollInterval, QueuesPollInterval: max(cfg.WorkerPollInterval, time.Second), Pools: pools,
 			// Retries are due every few seconds (the first webhook retry after 5 s).
 			DelayedTaskCheckInterval: time.Second,
 			SweepInterval:            cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
