@@ -111,7 +111,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	b := &bundle{t: t, store: store, svc: svc, srv: srv, bus: bus, stopRelay: relayStopped}
 	b.startWorker = func() {
 		w := jobs.NewServer(redisOpt, jobs.ServerConfig{Concurrency: 4, DelayedTaskCheckInterval: 100 * time.Millisecond,
-			Pools: jobs.EnginePools(reg, engines, func(string) int { return 4 })}, quiet)
+			Pools: jobs.EnginePools(reg, engines, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: 4} })}, quiet)
 		jobs.RegisterTasks(w, svc, t.TempDir(), quiet)
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Shutdown)
