@@ -147,7 +147,7 @@ func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimite
 // Handler serves /graphql (POST and GET) and the playground at /graphql/play.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", s.withRequestID(http.HandlerFunc(s.serveGraphQL)))
+	mux.Handle("/graphql", s.withRequestID(s.withAccessLog(http.HandlerFunc(s.serveGraphQL))))
 	mux.Handle("GET /graphql/play", playground.Handler("filemill GraphQL", "/graphql"))
 	return mux
 }
@@ -284,4 +284,40 @@ func (s *Server) allow(ctx context.Context, bucket string, limit int) error {
 		return domain.RateLimited(d)
 	}
 	return nil
+}
+
+// statusRecorder remembers the status a handler wrote, and lets a websocket upgrade
+// take the connection.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (rec *statusRecorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+	rec.ResponseWriter.WriteHeader(code)
+}
+
+func (rec *statusRecorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return rec.ResponseWriter.Write(b)
+}
+
+func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// withAccessLog logs one line per request, as the REST door does; a websocket's line
+// comes when it closes.
+func (s *Server) withAccessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		s.logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Bool("websocket", r.Header.Get("Upgrade") != ""),
+			slog.Duration("duration", time.Since(start)))
+	})
 }
