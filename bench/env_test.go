@@ -19,6 +19,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/probe"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -113,7 +114,8 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	}
 	prober := probe.New(probe.DefaultConfig())
 	deps := domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober}
+		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober,
+		Limiter: ratelimit.New(s.rdb), Log: discardLogger()}
 	if o.hooks != nil {
 		h := o.hooks(s)
 		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = h.Guard, h.Bus, h.Deliveries, h.WebhookSender
@@ -126,14 +128,13 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		ProjectID: s.org.Project.ID, Environment: domain.EnvLive, RateLimit: 1 << 30}); err != nil {
 		tb.Fatal(err)
 	}
-	limiter := rest.NewRedisRateLimiter(s.rdb)
-	api := rest.NewServer(rest.DefaultConfig(), s.svc, limiter, discardLogger())
+	api := rest.NewServer(rest.DefaultConfig(), s.svc, discardLogger())
 	// Both doors on one listener, as the api process serves them.
 	gcfg := graph.DefaultServerConfig()
 	if o.gcfg != nil {
 		o.gcfg(&gcfg)
 	}
-	gql := graph.NewServer(gcfg, s.svc, limiter, deps.Bus, discardLogger())
+	gql := graph.NewServer(gcfg, s.svc, deps.Bus, discardLogger())
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())
 	mux.Handle("/", api.Handler())

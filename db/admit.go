@@ -191,7 +191,11 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		}
 		entries = append(entries, moved...)
 		if a.Answer != nil {
-			answers = append(answers, answerOf(a.Answer))
+			ans, err := answerOf(a.Answer)
+			if err != nil {
+				return fmt.Errorf("admit jobs: %w", err)
+			}
+			answers = append(answers, ans)
 		}
 		if a.ProjectLimit > 0 {
 			pa, ok := projects[first.ProjectID]
@@ -284,8 +288,8 @@ func writeAdmissionBatch(ctx context.Context, write func(context.Context, []*dom
 }
 
 // refusal reports whether an admission write was refused by what one of its admissions
-// asked for, rather than failed.
+// asked for (or by the loss of one's idempotency claim), rather than failed.
 func refusal(err error) bool {
 	return errors.Is(err, domain.ErrInsufficientCredits) || errors.Is(err, domain.ErrConcurrencyLimit) ||
-		errors.Is(err, domain.ErrSpendLimit) || errors.Is(err, domain.ErrDuplicate)
+		errors.Is(err, domain.ErrSpendLimit) || errors.Is(err, domain.ErrDuplicate) || errors.Is(err, domain.ErrClaimLost)
 }

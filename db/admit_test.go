@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,8 +109,7 @@ func TestAdmitJobs(t *testing.T) {
 			a := admission(t, tn.prj, acct, key, batch, 2, 0, 3)
 			rec := claim(t, s, tn.org.ID)
 			answer := *rec
-			answer.State, answer.ResponseStatus, answer.ResponseBody = domain.IdempotencyDone, http.StatusAccepted, []byte(`{"id":"bat"}`+"\n")
-			answer.ResponseHeaders = map[string]string{"Content-Type": "application/json"}
+			answer.State, answer.Answer = domain.IdempotencyDone, &domain.Answer{Result: domain.ResultAccepted, Object: []byte(`{"id":"bat"}`)}
 			a.Answer = &answer
 			require.NoError(t, s.AdmitJobs(ctx, a))
 			requireAccount(t, s, acct, 5, 5, 0)
@@ -128,9 +126,7 @@ func TestAdmitJobs(t *testing.T) {
 			require.NoError(t, err)
 			stored := answered(t, s, rec)
 			require.Equal(t, domain.IdempotencyDone, stored.State)
-			require.Equal(t, http.StatusAccepted, stored.ResponseStatus)
-			require.Equal(t, answer.ResponseBody, stored.ResponseBody)
-			require.Equal(t, answer.ResponseHeaders, stored.ResponseHeaders)
+			require.Equal(t, answer.Answer, stored.Answer)
 
 			facts, err := s.FindAdmissionFacts(ctx, domain.AdmissionQuery{OrganizationID: tn.org.ID, Environment: domain.EnvLive, FileIDs: []string{f.ID}})
 			require.NoError(t, err)
@@ -153,7 +149,7 @@ func TestAdmitJobs(t *testing.T) {
 			a := admission(t, tn.prj, acct, key, nil, 4, 2)
 			rec := claim(t, s, tn.org.ID)
 			answer := *rec
-			answer.State, answer.ResponseStatus, answer.ResponseBody = domain.IdempotencyDone, http.StatusAccepted, []byte("{}")
+			answer.State, answer.Answer = domain.IdempotencyDone, &domain.Answer{Result: domain.ResultAccepted, Object: []byte("{}")}
 			a.Answer = &answer
 			err := s.AdmitJobs(ctx, a)
 			require.ErrorIs(t, err, domain.ErrInsufficientCredits)
@@ -167,6 +163,26 @@ func TestAdmitJobs(t *testing.T) {
 				require.Empty(t, evs)
 			}
 			require.Equal(t, domain.IdempotencyInProgress, answered(t, s, rec).State, "no answer of a refused admission")
+		})
+
+		t.Run("AnswerOfAClaimTakenOverWritesNothing", func(t *testing.T) {
+			// The claim's holder stalled past its lease and a retry took the key over:
+			// the admission answering the old claim must not be written beside the
+			// retry's, or the work would be admitted twice.
+			a := admission(t, tn.prj, acct, key, nil, 1)
+			rec := claim(t, s, tn.org.ID)
+			answer := *rec
+			answer.State, answer.Answer = domain.IdempotencyDone, &domain.Answer{Result: domain.ResultAccepted, Object: []byte("{}")}
+			a.Answer = &answer
+			retry := newIdempotencyRecord(tn.org.ID, rec.Key, rec.LeaseUntil)
+			existing, err := s.ClaimIdempotencyKey(ctx, retry)
+			require.NoError(t, err)
+			require.Nil(t, existing, "the lease had lapsed: the retry took the key")
+
+			require.ErrorIs(t, s.AdmitJobs(ctx, a), domain.ErrClaimLost)
+			requireAccount(t, s, acct, 5, 5, 0)
+			_, err = s.FindJobByID(ctx, a.Jobs[0].ID)
+			require.ErrorIs(t, err, domain.ErrNotFound)
 		})
 
 		t.Run("FreeWorkNeedsNoCredits", func(t *testing.T) {

@@ -21,8 +21,8 @@ const claimAttempts = 3
 
 // claimInsert is the insert of a claim: of many concurrent claims of one key, exactly
 // one inserts, on both dialects, inside or outside a transaction.
-const claimInsert = `INSERT INTO idempotency_records (id, organization_id, endpoint, "key", fingerprint, created_at, expires_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?)
+const claimInsert = `INSERT INTO idempotency_records (id, organization_id, endpoint, "key", fingerprint, created_at, expires_at, lease_until)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (organization_id, endpoint, "key") DO NOTHING RETURNING id`
 
 // On PostgreSQL a claim commits without waiting for its flush to disk, so a request waits
@@ -38,29 +38,54 @@ var (
 	claimSQLite = newHotQuery(claimInsert)
 )
 
-// idempotencyAnswer is the stored answer of a finished idempotent request.
+// idempotencyAnswer is the stored answer of a finished idempotent request: its result
+// kind and the resource's JSON, or "error" and the refusal's JSON.
 type idempotencyAnswer struct {
-	bun.BaseModel   `bun:"table:idempotency_answers"`
-	RecordID        string            `bun:"record_id,pk"`
-	ResponseStatus  int               `bun:"response_status,notnull"`
-	ResponseHeaders map[string]string `bun:"response_headers,type:jsonb"`
-	ResponseBody    []byte            `bun:"response_body"`
-	CreatedAt       time.Time         `bun:"created_at,notnull"`
+	bun.BaseModel `bun:"table:idempotency_answers"`
+	RecordID      string    `bun:"record_id,pk"`
+	Result        string    `bun:"result,notnull"`
+	Body          []byte    `bun:"body"`
+	CreatedAt     time.Time `bun:"created_at,notnull"`
 }
 
+// resultError is the result kind of a stored refusal.
+const resultError = "error"
+
 // answerOf is rec's answer as stored.
-func answerOf(rec *domain.IdempotencyRecord) *idempotencyAnswer {
-	return &idempotencyAnswer{RecordID: rec.ID, ResponseStatus: rec.ResponseStatus, ResponseHeaders: rec.ResponseHeaders,
-		ResponseBody: rec.ResponseBody, CreatedAt: time.Now().UTC()}
+func answerOf(rec *domain.IdempotencyRecord) (*idempotencyAnswer, error) {
+	a := rec.Answer
+	if a == nil {
+		return nil, fmt.Errorf("idempotency record %s: no answer to store", rec.ID)
+	}
+	row := &idempotencyAnswer{RecordID: rec.ID, Result: a.Result, Body: a.Object, CreatedAt: time.Now().UTC()}
+	if a.Error != nil {
+		body, err := json.Marshal(a.Error)
+		if err != nil {
+			return nil, err
+		}
+		row.Result, row.Body = resultError, body
+	}
+	return row, nil
+}
+
+// answer is the stored answer as the domain takes it.
+func (a *idempotencyAnswer) answer() (*domain.Answer, error) {
+	if a.Result != resultError {
+		return &domain.Answer{Result: a.Result, Object: a.Body}, nil
+	}
+	var e domain.AnswerError
+	if err := json.Unmarshal(a.Body, &e); err != nil {
+		return nil, fmt.Errorf("stored refusal of %s: %w", a.RecordID, err)
+	}
+	return &domain.Answer{Error: &e}, nil
 }
 
 // idempotencyRow is a claim read with its answer, if it has one.
 type idempotencyRow struct {
 	domain.IdempotencyRecord
-	Answered        bool              `bun:"answered"`
-	ResponseStatus  sql.NullInt64     `bun:"response_status"`
-	ResponseHeaders map[string]string `bun:"response_headers,type:jsonb"`
-	ResponseBody    []byte            `bun:"response_body"`
+	Answered bool           `bun:"answered"`
+	Result   sql.NullString `bun:"result"`
+	Body     []byte         `bun:"body"`
 }
 
 // findIdempotencyRecord reads the claim of a key with its answer.
@@ -80,8 +105,11 @@ func (s *Store) findIdempotencyRecord(ctx context.Context, orgID, endpoint, key 
 	rec := inUTC(&row.IdempotencyRecord)
 	rec.State = domain.IdempotencyInProgress
 	if row.Answered {
-		rec.State, rec.ResponseStatus = domain.IdempotencyDone, int(row.ResponseStatus.Int64)
-		rec.ResponseHeaders, rec.ResponseBody = row.ResponseHeaders, row.ResponseBody
+		stored := &idempotencyAnswer{RecordID: rec.ID, Result: row.Result.String, Body: row.Body}
+		if rec.Answer, err = stored.answer(); err != nil {
+			return nil, err
+		}
+		rec.State = domain.IdempotencyDone
 	}
 	return rec, nil
 }
@@ -97,7 +125,7 @@ func (s *Store) idempotencyRecordQuery() *hotQuery {
 	q := &idempotencyRecordQueries
 	q.once.Do(func() {
 		q.q = newHotQuery(`SELECT ` + columnList(s.db.Table(reflect.TypeFor[domain.IdempotencyRecord]()), "r.") + `,
-	a.record_id IS NOT NULL AS answered, a.response_status, a.response_headers, a.response_body
+	a.record_id IS NOT NULL AS answered, a.result, a.body
 FROM idempotency_records AS r LEFT JOIN idempotency_answers AS a ON a.record_id = r.id
 WHERE r.organization_id = ? AND r.endpoint = ? AND r."key" = ?`)
 	})
@@ -106,7 +134,8 @@ WHERE r.organization_id = ? AND r.endpoint = ? AND r."key" = ?`)
 
 // ClaimIdempotencyKey inserts rec unless a record with the same (organization, endpoint,
 // key) exists. It returns (nil, nil) when rec was inserted, and (existing, nil) when a
-// live record exists. A record that expired by rec.CreatedAt is deleted and the claim
+// live record exists. A record that expired by rec.CreatedAt, or that is still in
+// progress with its lease ended by then (its holder died), is deleted and the claim
 // retried.
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *domain.IdempotencyRecord) (*domain.IdempotencyRecord, error) {
 	if rec.ID == "" {
@@ -127,18 +156,46 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *domain.Idempotency
 		if err != nil {
 			return nil, err
 		}
-		if existing.ExpiresAt.After(rec.CreatedAt) {
+		switch {
+		case !existing.ExpiresAt.After(rec.CreatedAt):
+			// Conditional on the id and expiry, so of concurrent claimers replacing the
+			// same expired record none deletes the live one another just inserted.
+			if _, err := s.deleteIdempotency(ctx, func(q *bun.SelectQuery) *bun.SelectQuery {
+				return q.Where("id = ?", existing.ID).Where("expires_at <= ?", rec.CreatedAt)
+			}); err != nil {
+				return nil, fmt.Errorf("replace expired idempotency record %s: %w", existing.ID, err)
+			}
+		case existing.State == domain.IdempotencyInProgress && !existing.LeaseUntil.After(rec.CreatedAt):
+			if err := s.takeOver(ctx, existing.ID, rec.CreatedAt); err != nil {
+				return nil, err
+			}
+		default:
 			return existing, nil
-		}
-		// Conditional on the id and expiry, so of concurrent claimers replacing the same
-		// expired record none deletes the live one another just inserted.
-		if _, err := s.deleteIdempotency(ctx, func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("id = ?", existing.ID).Where("expires_at <= ?", rec.CreatedAt)
-		}); err != nil {
-			return nil, fmt.Errorf("replace expired idempotency record %s: %w", existing.ID, err)
 		}
 	}
 	return nil, fmt.Errorf("claim idempotency key: still contended after %d attempts", claimAttempts)
+}
+
+// takeOver deletes the claim id, still in progress with its lease ended by now, so the
+// claim can be made again. Conditional on both, so a holder that renewed or answered in
+// the meantime keeps its claim; an answer being written at the same moment makes the
+// delete fail on the answer's foreign key, and the claim is read again.
+func (s *Store) takeOver(ctx context.Context, id string, now time.Time) error {
+	_, err := s.w().NewDelete().Model((*domain.IdempotencyRecord)(nil)).Where("id = ?", id).Where("lease_until <= ?", now).
+		Where("NOT EXISTS (SELECT 1 FROM idempotency_answers AS a WHERE a.record_id = ?)", id).Exec(ctx)
+	if err != nil && !isForeignKeyViolation(err) {
+		return fmt.Errorf("take over idempotency record %s: %w", id, err)
+	}
+	return nil
+}
+
+// RenewIdempotencyKey moves the lease of the claim id to until.
+func (s *Store) RenewIdempotencyKey(ctx context.Context, id string, until time.Time) error {
+	if _, err := s.w().NewUpdate().Model((*domain.IdempotencyRecord)(nil)).Set("lease_until = ?", until.UTC()).
+		Where("id = ?", id).Exec(ctx); err != nil {
+		return fmt.Errorf("renew idempotency record %s: %w", id, err)
+	}
+	return nil
 }
 
 // claim inserts rec, in progress; false when its key is taken.
@@ -148,7 +205,7 @@ func (s *Store) claim(ctx context.Context, rec *domain.IdempotencyRecord) (bool,
 		q = claimPostgres
 	}
 	rows, err := s.queryHot(ctx, s.w(), q, rec.ID, rec.OrganizationID, rec.Endpoint, rec.Key,
-		rec.Fingerprint, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC())
+		rec.Fingerprint, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.LeaseUntil.UTC())
 	if err != nil {
 		return false, err
 	}
@@ -158,22 +215,24 @@ func (s *Store) claim(ctx context.Context, rec *domain.IdempotencyRecord) (bool,
 }
 
 // FinishIdempotencyKey stores rec's answer; domain.ErrNotFound when the record is gone
-// (released, or replaced after expiring).
+// (released, taken over, or replaced after expiring).
 func (s *Store) FinishIdempotencyKey(ctx context.Context, rec *domain.IdempotencyRecord) error {
-	a := answerOf(rec)
-	headers, err := json.Marshal(a.ResponseHeaders)
+	a, err := answerOf(rec)
 	if err != nil {
 		return err
 	}
-	jsonArg, bytesArg := "?", "?"
+	bytesArg := "?"
 	if s.dialect == DialectPostgres {
-		// Untyped in a SELECT list they would be text, which converts to neither.
-		jsonArg, bytesArg = "CAST(? AS jsonb)", "CAST(? AS bytea)"
+		// Untyped in a SELECT list it would be text, which does not convert to bytea.
+		bytesArg = "CAST(? AS bytea)"
 	}
-	n, err := affected(s.w().NewRaw(`INSERT INTO idempotency_answers (record_id, response_status, response_headers, response_body, created_at)
-		SELECT ?, ?, `+jsonArg+`, `+bytesArg+`, ? WHERE EXISTS (SELECT 1 FROM idempotency_records WHERE id = ?)
+	n, err := affected(s.w().NewRaw(`INSERT INTO idempotency_answers (record_id, result, body, created_at)
+		SELECT ?, ?, `+bytesArg+`, ? WHERE EXISTS (SELECT 1 FROM idempotency_records WHERE id = ?)
 		ON CONFLICT (record_id) DO NOTHING`,
-		a.RecordID, a.ResponseStatus, string(headers), a.ResponseBody, a.CreatedAt, a.RecordID).Exec(ctx))
+		a.RecordID, a.Result, a.Body, a.CreatedAt, a.RecordID).Exec(ctx))
+	if isForeignKeyViolation(err) {
+		n, err = 0, nil // taken over between the check and the insert
+	}
 	if err != nil {
 		return fmt.Errorf("finish idempotency record %s: %w", rec.ID, err)
 	}

@@ -13,9 +13,13 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
+// testLease is the lease of the claims of these tests.
+const testLease = 5 * time.Second
+
 func newIdempotencyRecord(orgID, key string, at time.Time) *domain.IdempotencyRecord {
-	return &domain.IdempotencyRecord{ID: domain.NewID("idem_"), OrganizationID: orgID, Endpoint: "POST /v1/jobs",
-		Key: key, Fingerprint: "fp-" + key, State: domain.IdempotencyInProgress, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
+	return &domain.IdempotencyRecord{ID: domain.NewID(domain.PrefixIdempotency), OrganizationID: orgID, Endpoint: "jobs.create",
+		Key: key, Fingerprint: "fp-" + key, State: domain.IdempotencyInProgress, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour),
+		LeaseUntil: at.Add(testLease)}
 }
 
 func TestIdempotencyKeys(t *testing.T) {
@@ -36,9 +40,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, rec, existing, "the second claim sees the first, still in progress")
 
-			rec.State, rec.ResponseStatus = domain.IdempotencyDone, 201
-			rec.ResponseHeaders = map[string]string{"Content-Type": "application/json", "Location": "/v1/jobs/x"}
-			rec.ResponseBody = []byte(`{"id":"job_x"}`)
+			rec.State, rec.Answer = domain.IdempotencyDone, &domain.Answer{Result: domain.ResultCreated, Object: []byte(`{"id":"job_x"}`)}
 			require.NoError(t, s.FinishIdempotencyKey(ctx, rec))
 			existing, err = s.ClaimIdempotencyKey(ctx, again)
 			require.NoError(t, err)
@@ -55,7 +57,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.org.ID, "k2", at)))
 			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.other.ID, "k2", at)))
 			other := newIdempotencyRecord(tn.org.ID, "k2", at)
-			other.Endpoint = "POST /v1/files"
+			other.Endpoint = "uploads.create"
 			require.NoError(t, claimed(t, s, other))
 		})
 		t.Run("Release", func(t *testing.T) {
@@ -67,7 +69,51 @@ func TestIdempotencyKeys(t *testing.T) {
 		})
 		t.Run("FinishMissing", func(t *testing.T) {
 			rec := newIdempotencyRecord(tn.org.ID, "k4", now())
+			rec.Answer = &domain.Answer{Result: domain.ResultEmpty}
 			require.ErrorIs(t, s.FinishIdempotencyKey(ctx, rec), domain.ErrNotFound)
+		})
+		t.Run("RefusalRoundTrip", func(t *testing.T) {
+			rec := newIdempotencyRecord(tn.org.ID, "k4r", now())
+			require.NoError(t, claimed(t, s, rec))
+			rec.State, rec.Answer = domain.IdempotencyDone, &domain.Answer{Error: &domain.AnswerError{Code: domain.CodePaymentRequired,
+				Message: "short", Param: "file_id", Details: []byte(`{"credits_required":3}`), RequestID: "req_1", RetryAfter: 7}}
+			require.NoError(t, s.FinishIdempotencyKey(ctx, rec))
+			existing, err := s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(tn.org.ID, "k4r", now()))
+			require.NoError(t, err)
+			require.Equal(t, rec.Answer, existing.Answer)
+		})
+		t.Run("LeaseLapsedIsTakenOver", func(t *testing.T) {
+			at := now()
+			held := newIdempotencyRecord(tn.org.ID, "k8", at)
+			require.NoError(t, claimed(t, s, held))
+			// Within the lease the claim holds.
+			existing, err := s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(tn.org.ID, "k8", held.LeaseUntil.Add(-time.Millisecond)))
+			require.NoError(t, err)
+			require.Equal(t, held.ID, existing.ID)
+			// A renewal moves the lease on.
+			require.NoError(t, s.RenewIdempotencyKey(ctx, held.ID, at.Add(2*testLease)))
+			existing, err = s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(tn.org.ID, "k8", at.Add(testLease)))
+			require.NoError(t, err)
+			require.Equal(t, held.ID, existing.ID, "renewed: still held")
+			require.True(t, existing.LeaseUntil.Equal(at.Add(2*testLease)))
+			// Past the lease, a retry takes the key over.
+			retry := newIdempotencyRecord(tn.org.ID, "k8", at.Add(2*testLease))
+			existing, err = s.ClaimIdempotencyKey(ctx, retry)
+			require.NoError(t, err)
+			require.Nil(t, existing, "the lapsed claim gave way")
+			held.Answer = &domain.Answer{Result: domain.ResultEmpty}
+			require.ErrorIs(t, s.FinishIdempotencyKey(ctx, held), domain.ErrNotFound, "the old holder can no longer answer")
+		})
+		t.Run("AnsweredIsNeverTakenOver", func(t *testing.T) {
+			at := now()
+			rec := newIdempotencyRecord(tn.org.ID, "k9", at)
+			require.NoError(t, claimed(t, s, rec))
+			rec.Answer = &domain.Answer{Result: domain.ResultOK, Object: []byte(`{}`)}
+			require.NoError(t, s.FinishIdempotencyKey(ctx, rec))
+			existing, err := s.ClaimIdempotencyKey(ctx, newIdempotencyRecord(tn.org.ID, "k9", at.Add(time.Hour)))
+			require.NoError(t, err)
+			require.Equal(t, rec.ID, existing.ID)
+			require.Equal(t, domain.IdempotencyDone, existing.State)
 		})
 		t.Run("NilResponseRoundTrip", func(t *testing.T) {
 			rec := newIdempotencyRecord(tn.org.ID, "k5", now())
@@ -79,8 +125,9 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Run("ExpiredIsReplaced", func(t *testing.T) {
 			old := now().Add(-48 * time.Hour)
 			stale := newIdempotencyRecord(tn.org.ID, "k6", old)
-			stale.State = domain.IdempotencyDone
 			require.NoError(t, claimed(t, s, stale))
+			stale.Answer = &domain.Answer{Result: domain.ResultEmpty}
+			require.NoError(t, s.FinishIdempotencyKey(ctx, stale))
 
 			fresh := newIdempotencyRecord(tn.org.ID, "k6", now())
 			existing, err := s.ClaimIdempotencyKey(ctx, fresh)

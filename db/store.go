@@ -128,7 +128,7 @@ func openPostgres(raw string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	sqldb := sql.OpenDB(connector)
+	sqldb := sql.OpenDB(classifyingConnector{connector})
 	sqldb.SetMaxOpenConns(poolSize)
 	sqldb.SetMaxIdleConns(poolSize) // bursts reuse connections instead of dialling
 	sqldb.SetConnMaxIdleTime(postgresConnMaxIdleTime)

@@ -270,6 +270,9 @@ func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 				continue
 			}
 			if _, err := tx.NewInsert().Model(rows).Exec(ctx); err != nil {
+				if _, answers := rows.(*[]*idempotencyAnswer); answers && isForeignKeyViolation(err) {
+					return fmt.Errorf("write: %w: %w", domain.ErrClaimLost, err)
+				}
 				return wrapInsert(err)
 			}
 		}
@@ -434,13 +437,26 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, raw...)
 }
 
-// wrapInsert marks a unique violation as domain.ErrDuplicate.
+// wrapInsert marks a unique violation as domain.ErrDuplicate, and an answer whose
+// idempotency claim is gone as domain.ErrClaimLost.
 func wrapInsert(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case isUniqueViolation(err):
 		return fmt.Errorf("write: %w: %w", domain.ErrDuplicate, err)
+	case isClaimLost(err):
+		return fmt.Errorf("write: %w: %w", domain.ErrClaimLost, err)
 	}
 	return fmt.Errorf("write: %w", err)
+}
+
+// answerClaimConstraint is the foreign key from an answer to its claim (PostgreSQL).
+const answerClaimConstraint = "fk_idempotency_answers_record_id"
+
+// isClaimLost reports a write refused because an answer's claim is gone. PostgreSQL
+// names the constraint; SQLite does not, and writeInTx tells by the table.
+func isClaimLost(err error) bool {
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && pe.Field('C') == pgForeignKeyViolation && pe.Field('n') == answerClaimConstraint
 }

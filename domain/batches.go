@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -13,46 +14,79 @@ const MaxBatchSize = 100
 
 // BatchRequest is the body of POST /v1/batches.
 type BatchRequest struct {
-	FileIDs   []string
-	Operation string
-	Preset    string
-	Options   json.RawMessage
-	// Answer, as JobRequest's: the door's answer for the batch about to be written, its
-	// members in request order.
-	Answer func(*Batch, []*Job) (*IdempotencyRecord, error)
+	FileIDs   []string        `json:"file_ids"`
+	Operation string          `json:"operation"`
+	Preset    string          `json:"preset"`
+	Options   json.RawMessage `json:"options"`
 }
 
-// CreateBatch admits and prices every member and writes the batch, its jobs, their
-// reservations and events and the request's answer at once — or nothing, with the error
-// naming the offending file in param and details. Members are ordinary jobs, returned
-// in request order. Codes: those of CreateJob, with param file_ids[i].
-func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) (*Batch, []*Job, error) {
+// Action scopes a batch request's Idempotency-Key.
+func (BatchRequest) Action() string { return "batches.create" }
+
+func (r BatchRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	adm, err := s.Jobs.authorizeBatch(ctx, p, r)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, c *claim) (*Answer, error) {
+		_, _, a, err := s.Jobs.admit(ctx, p, adm, c)
+		return a, err
+	}, nil
+}
+
+// authorizeBatch decides a batch request up to its claim: its list of files is well
+// formed, the key may create jobs, run the operation, and act on every file.
+// Codes: those of authorizeJob, with param file_ids[i].
+func (s *Jobs) authorizeBatch(ctx context.Context, p *Principal, req BatchRequest) (*admission, error) {
 	if err := p.RequireScope(ScopeJobsWrite); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(req.FileIDs) < 1 || len(req.FileIDs) > MaxBatchSize {
-		return nil, nil, InvalidParam("file_ids", "file_ids takes 1 to %d files", MaxBatchSize)
+		return nil, InvalidParam("file_ids", "file_ids takes 1 to %d files", MaxBatchSize)
 	}
 	seen := map[string]int{}
 	for i, id := range req.FileIDs {
 		if !ValidID(PrefixFile, id) {
-			return nil, nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file_ids[%d] must be a file_ id", i)
+			return nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file_ids[%d] must be a file_ id", i)
 		}
 		if j, dup := seen[id]; dup {
-			return nil, nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file %s is listed twice (also at %d)", id, j)
+			return nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file %s is listed twice (also at %d)", id, j)
 		}
 		seen[id] = i
 	}
 	op, err := s.resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	// Checked before the claim: the files the options name are authorized too.
 	options, err := op.ValidateOptions(req.Options)
+	if err != nil {
+		return nil, err
+	}
+	adm := &admission{op: op, options: options, fileIDs: req.FileIDs, batch: true,
+		param: func(i int) string { return fmt.Sprintf("file_ids[%d]", i) },
+		answer: func(b *Batch, jobs []*Job) (*Answer, error) {
+			return NewAnswer(ResultAccepted, b.AdmittedView(jobs))
+		}}
+	if err := s.authorizeFiles(ctx, p, adm); err != nil {
+		return nil, err
+	}
+	return adm, nil
+}
+
+// CreateBatch admits and prices every member and writes the batch, its jobs, their
+// reservations and events at once — or nothing, with the error naming the offending file
+// in param and details. Members are ordinary jobs, returned in request order. It is the
+// effect of a BatchRequest without its idempotency (Services.Do runs that).
+// Codes: those of CreateJob, with param file_ids[i].
+func (s *Jobs) CreateBatch(ctx context.Context, p *Principal, req BatchRequest) (*Batch, []*Job, error) {
+	adm, err := s.authorizeBatch(ctx, p, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.admit(ctx, p, admission{op: op, options: options, fileIDs: req.FileIDs, batch: true,
-		param: func(i int) string { return fmt.Sprintf("file_ids[%d]", i) }, answer: req.Answer})
+	adm.answer = nil
+	b, jobs, _, err := s.admit(ctx, p, adm, nil)
+	return b, jobs, err
 }
 
 // FindBatch returns a batch with its members. Codes: not_found, environment_mismatch.
@@ -102,7 +136,15 @@ type BatchView struct {
 	Items            []BatchItemView `json:"items"`
 }
 
-// BatchView returns the batch's representation from its members (oldest first).
+// AdmittedView is the representation of a batch just admitted, from its members in the
+// order the request listed their files (View takes them newest first, as lists are).
+func (b *Batch) AdmittedView(members []*Job) BatchView {
+	newestFirst := slices.Clone(members)
+	slices.Reverse(newestFirst)
+	return b.View(newestFirst)
+}
+
+// View returns the batch's representation from its members, newest first.
 func (b *Batch) View(members []*Job) BatchView {
 	v := BatchView{ID: b.ID, Object: "batch", CreatedAt: b.CreatedAt, ProjectID: b.ProjectID, Operation: nullable(b.Operation),
 		Preset: nullable(b.Preset), Options: b.Options, State: "completed", Counts: map[string]int{},
@@ -127,14 +169,4 @@ func (b *Batch) View(members []*Job) BatchView {
 		v.Options = json.RawMessage("{}")
 	}
 	return v
-}
-
-// NewBatchView shows a batch just created from its members in request order (View
-// takes them newest first, as the store lists them).
-func NewBatchView(b *Batch, jobs []*Job) BatchView {
-	rev := make([]*Job, len(jobs))
-	for i, j := range jobs {
-		rev[len(jobs)-1-i] = j
-	}
-	return b.View(rev)
 }

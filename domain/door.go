@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"strconv"
@@ -8,9 +9,9 @@ import (
 	"time"
 )
 
-// What every front door does with a request before it reaches a service: find the key,
-// pick its rate-limit bucket, refuse when the bucket is empty. Both doors call these, so
-// a request is judged the same through either.
+// What every front door does with a request before it reaches a service: find the key
+// and the client's address, refuse when its rate-limit bucket is empty. Both doors call
+// these, so a request is judged the same through either.
 
 // QueryKeyParams are query parameters that look like a credential: a key in a URL ends
 // up in logs and browser history, so it is refused even next to a valid header.
@@ -28,7 +29,21 @@ func CheckQueryForKey(has func(name string) bool) error {
 	return nil
 }
 
-// BearerSecret returns the key of an Authorization value, "Bearer <key>" (the scheme
+// AuthorizationSecret returns the key of a request's Authorization values: exactly one,
+// "Bearer <key>" (the scheme in any case); "" when there is none. Codes:
+// invalid_api_key.
+func AuthorizationSecret(values []string) (string, error) {
+	if len(values) > 1 {
+		// Which one counts would be up to whichever proxy reads it: none does.
+		return "", Errorf(CodeInvalidAPIKey, "send exactly one Authorization header")
+	}
+	if len(values) == 0 {
+		return "", nil
+	}
+	return BearerSecret(values[0])
+}
+
+// BearerSecret returns the key of one Authorization value, "Bearer <key>" (the scheme
 // in any case); "" when the value is empty. Codes: invalid_api_key.
 func BearerSecret(authorization string) (string, error) {
 	if authorization == "" {
@@ -39,19 +54,6 @@ func BearerSecret(authorization string) (string, error) {
 		return "", Errorf(CodeInvalidAPIKey, "the Authorization header must be 'Bearer <key>'")
 	}
 	return strings.TrimSpace(token), nil
-}
-
-// RateBucket names the rate-limit bucket of a request and its size per minute: the
-// key's own (its limit, or the deployment's), or the client address's when no key was
-// accepted (p nil).
-func (c Config) RateBucket(p *Principal, ip netip.Addr) (bucket string, perMinute int) {
-	if p == nil {
-		return "ip:" + ip.String(), c.DefaultRateLimit
-	}
-	if p.Key.RateLimit > 0 {
-		return "key:" + p.Key.ID, p.Key.RateLimit
-	}
-	return "key:" + p.Key.ID, c.DefaultRateLimit
 }
 
 // RateLimited is the refusal of a request whose bucket is empty. Codes: rate_limited.
@@ -79,14 +81,30 @@ func ClientAddr(remoteAddr string) netip.Addr {
 	return a.Unmap()
 }
 
-// OptionalPositive reads an optional count that must be at least 1 when it is given;
-// absent is 0. Codes: invalid_request naming param.
-func OptionalPositive(param string, v *int64) (int64, error) {
-	if v == nil {
-		return 0, nil
+// Run makes a mutating request without an idempotency key: authorized as Do authorizes
+// it, its effect run, nothing claimed or stored. The GraphQL door's mutations come this
+// way when the client sends no idempotencyKey (REST requires the key).
+func (s *Services) Run(ctx context.Context, p *Principal, req Request) (*Answer, error) {
+	eff, err := req.authorize(ctx, s, p)
+	if err != nil {
+		return nil, err
 	}
-	if *v < 1 {
-		return 0, InvalidParam(param, "%s must be at least 1", param)
+	return eff(ctx, nil)
+}
+
+// Charge takes a request's token after authentication: from the key's bucket, or from
+// the client address's when no key was accepted. A request whose key could not be
+// checked at all (authErr without a contract code: a dependency is down) takes none —
+// its answer only reports the address's bucket — so clients behind one address are not
+// locked out by an outage.
+func (r *RateLimits) Charge(ctx context.Context, p *Principal, authErr error, ip netip.Addr) RateDecision {
+	switch {
+	case authErr == nil:
+		return r.Allow(ctx, p, ip)
+	case AsError(authErr) == nil:
+		d := r.Peek(ctx, ip)
+		d.Allowed = true // the outage is the answer
+		return d
 	}
-	return *v, nil
+	return r.Allow(ctx, nil, ip)
 }

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -193,10 +194,75 @@ func IsUnreachable(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
+	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE, syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
 	return false
+}
+
+// UnavailableError marks a failure to reach a dependency deep in the package that speaks
+// to it (the database driver, the S3 client, Redis), where no sentence for a client is
+// known yet: it is ErrUnavailable (errors.Is), unwraps to the failure, and is no *Error,
+// so the code above it decides what it means (a worker: the job did not run; a door:
+// dependency_unavailable, through ErrorOf).
+type UnavailableError struct {
+	Dependency string // "database", "storage", "redis"
+	Err        error
+}
+
+func (e *UnavailableError) Error() string { return e.Dependency + " unavailable: " + e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes an UnavailableError match ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// MarkUnavailable marks err as a failure to reach dependency; nil stays nil, and an error
+// already marked is returned as it is.
+func MarkUnavailable(dependency string, err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return &UnavailableError{Dependency: dependency, Err: err}
+}
+
+// UnavailableRetryAfter is the wait, in seconds, a client is told after
+// dependency_unavailable: about how long a restarting database or store takes to answer
+// again; every retry costs us only a failed dial.
+const UnavailableRetryAfter = 2
+
+// ErrorOf returns the contract error a door shows for err: err's own *Error (with a
+// Retry-After when it is dependency_unavailable without one); not_found for a missing
+// row; dependency_unavailable when a dependency could not be reached; timeout when the
+// request ran out of its time. Anything else is nil: the door logs it and shows a plain
+// internal_error. Both doors map errors through it.
+func ErrorOf(err error) *Error {
+	if e := AsError(err); e != nil {
+		if e.Code == CodeDependencyUnavailable && e.RetryAfter == 0 {
+			c := *e
+			c.RetryAfter = UnavailableRetryAfter
+			return &c
+		}
+		return e
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound):
+		return NotFound("resource")
+	case errors.Is(err, ErrUnavailable):
+		what := "a service this request needs"
+		var ue *UnavailableError
+		if errors.As(err, &ue) && ue.Dependency != "" {
+			what = "the " + ue.Dependency
+		}
+		return &Error{Code: CodeDependencyUnavailable, RetryAfter: UnavailableRetryAfter,
+			Message: what + " cannot be reached right now; retry shortly"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Message: "the request took longer than its deadline"}
+	}
+	return nil
 }

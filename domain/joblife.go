@@ -16,14 +16,24 @@ import (
 
 // JobRequest is the body of POST /v1/jobs.
 type JobRequest struct {
-	FileID    string
-	Operation string
-	Preset    string
-	Options   json.RawMessage
-	// Answer, when set, gives the door's answer to the request for the job about to be
-	// written; it is stored in the same write, so a retry of the request replays it and
-	// never creates a second job, whatever fails after the write.
-	Answer func(*Job) (*IdempotencyRecord, error)
+	FileID    string          `json:"file_id"`
+	Operation string          `json:"operation"`
+	Preset    string          `json:"preset"`
+	Options   json.RawMessage `json:"options"`
+}
+
+// Action scopes a job request's Idempotency-Key.
+func (JobRequest) Action() string { return "jobs.create" }
+
+func (r JobRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	adm, err := s.Jobs.authorizeJob(ctx, p, r)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, c *claim) (*Answer, error) {
+		_, _, a, err := s.Jobs.admit(ctx, p, adm, c)
+		return a, err
+	}, nil
 }
 
 // resolveOperation finds the operation or preset of a request and checks the key may
@@ -139,45 +149,82 @@ func (op *Operation) fileIDs(options json.RawMessage) ([]string, error) {
 	return ids, nil
 }
 
-// admission is a request to admit op on files, one job each.
+// admission is a request to admit op on files, one job each, as far as it was decided
+// before its claim.
 type admission struct {
 	op      *Operation
-	options json.RawMessage
+	options json.RawMessage // canonical
 	fileIDs []string
 	param   func(i int) string // names file i in errors
 	batch   bool               // the jobs form a batch
-	// answer renders the door's answer for what is about to be written; nil for none.
-	answer func(*Batch, []*Job) (*IdempotencyRecord, error)
+	// facts is what authorizeFiles read: the files, the load of their projects, the
+	// account. The admission checks and prices on them, and its write enforces the
+	// balance and the limits again against everything admitted since.
+	facts *AdmissionFacts
+	// answer renders the answer for what is about to be written; nil for none.
+	answer func(*Batch, []*Job) (*Answer, error)
 }
 
-// admit checks and prices a job per file, then writes them all or nothing — with their
-// batch, their job.queued events, their credit reservations and the request's answer —
-// and queues them. It reads everything it checks in one query; the write enforces the
+// authorizeFiles reads what admitting work on the files depends on — the files the
+// request names and those its options name — in one query, and decides whether the key
+// may act on each: another organization's file, or none, does not exist for it; a file
+// of the other environment or of a project the key may not act on is refused. Codes:
+// not_found, environment_mismatch, key_restricted, invalid_request, naming the file.
+func (s *Jobs) authorizeFiles(ctx context.Context, p *Principal, adm *admission) error {
+	if err := CheckJSONText("options", adm.options); err != nil {
+		return err
+	}
+	extra, err := adm.op.fileIDs(adm.options)
+	if err != nil {
+		return err
+	}
+	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
+		Environment: p.Environment(), FileIDs: append(slices.Clone(adm.fileIDs), extra...)})
+	if err != nil {
+		return err
+	}
+	named := make([]string, 0, len(adm.fileIDs)+len(extra))
+	params := make([]string, 0, cap(named))
+	for i, id := range adm.fileIDs {
+		named, params = append(named, id), append(params, adm.param(i))
+	}
+	for i, id := range extra {
+		named, params = append(named, id), append(params, fmt.Sprintf("options.%s[%d]", adm.op.FileIDsOption, i))
+	}
+	for i, id := range named {
+		f := facts.Files[id]
+		if f == nil {
+			return &Error{Code: CodeNotFound, Message: "no such file " + id, Param: params[i], Details: map[string]any{"file_id": id}}
+		}
+		// Deleted files are decided too: their owner may replay what it asked before.
+		if err := p.CheckResource("file", f.OrganizationID, f.ProjectID, f.Environment); err != nil {
+			if de := AsError(err); de != nil {
+				de.Param, de.Details = params[i], map[string]any{"file_id": id}
+			}
+			return err
+		}
+	}
+	adm.facts = facts
+	return nil
+}
+
+// admit checks and prices a job per file on what authorizeFiles read, then writes them
+// all or nothing — with their batch, their job.queued events, their credit reservations
+// and the request's answer, when c claims one — and queues them. The write enforces the
 // balance and the limits again against every admission written since, so concurrent
 // requests can never overdraw the balance or overshoot a limit. Jobs come back in the
 // order of the files. Codes: those of newJob, invalid_request (files of several
 // projects), concurrency_limit, key_spend_limit, credits_exhausted, payment_required.
-func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, []*Job, error) {
-	if err := CheckJSONText("options", req.options); err != nil {
-		return nil, nil, err
-	}
-	extra, err := req.op.fileIDs(req.options)
-	if err != nil {
-		return nil, nil, err
-	}
+func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim) (*Batch, []*Job, *Answer, error) {
 	live, err := s.liveEngines(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	facts, err := s.Store.FindAdmissionFacts(ctx, AdmissionQuery{OrganizationID: p.Organization.ID,
-		Environment: p.Environment(), FileIDs: append(slices.Clone(req.fileIDs), extra...)})
-	if err != nil {
-		return nil, nil, err
-	}
+	facts := req.facts
 	jobs := make([]*Job, len(req.fileIDs))
 	for i, id := range req.fileIDs {
 		if jobs[i], err = s.newJob(p, req.op, req.options, facts, live, id, req.param(i)); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	// The work of one request acts on one project: the reservations and the
@@ -186,7 +233,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, 
 	var total int64
 	for i, j := range jobs {
 		if j.ProjectID != projectID {
-			return nil, nil, &Error{Code: CodeInvalidRequest, Param: req.param(i),
+			return nil, nil, nil, &Error{Code: CodeInvalidRequest, Param: req.param(i),
 				Message: "all files of a batch must belong to one project", Details: map[string]any{"file_id": j.FileID}}
 		}
 		total += j.CreditsReserved
@@ -197,14 +244,14 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, 
 		limit = s.Config.DefaultConcurrencyLimit
 	}
 	if load.Active >= limit {
-		return nil, nil, concurrencyLimited(limit, load.Active)
+		return nil, nil, nil, concurrencyLimited(limit, load.Active)
 	}
 	acct := facts.Account
 	if total > 0 && acct.Balance == 0 {
-		return nil, nil, s.creditsExhausted(p)
+		return nil, nil, nil, s.creditsExhausted(p)
 	}
 	if total > acct.Balance {
-		return nil, nil, paymentRequired(total, acct.Balance)
+		return nil, nil, nil, paymentRequired(total, acct.Balance)
 	}
 
 	now := s.Clock.Now()
@@ -221,35 +268,40 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req admission) (*Batch, 
 	for _, j := range jobs {
 		e, err := newJobEvent(EventJobQueued, j, j.CreatedAt)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		a.Events = append(a.Events, e)
 		a.Reserve = append(a.Reserve, &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct.ID, Kind: LedgerReserve, Amount: j.CreditsReserved,
 			JobID: j.ID, APIKeyID: p.Key.ID, ProjectID: j.ProjectID, Description: "reserve for " + j.ID, CreatedAt: j.CreatedAt})
 	}
+	var answer *Answer
 	if req.answer != nil {
-		if a.Answer, err = req.answer(b, jobs); err != nil {
-			return nil, nil, err
+		if answer, err = req.answer(b, jobs); err != nil {
+			return nil, nil, nil, err
 		}
+		a.Answer = c.answering(answer)
 	}
 	switch err := s.Store.AdmitJobs(ctx, a); {
 	case errors.Is(err, ErrInsufficientCredits):
 		// Others reserved since the balance was read.
 		if cur, err := s.Store.FindCreditAccount(ctx, p.Organization.ID, p.Environment()); err == nil && cur.Balance == 0 {
-			return nil, nil, s.creditsExhausted(p)
+			return nil, nil, nil, s.creditsExhausted(p)
 		}
-		return nil, nil, paymentRequired(total, -1)
+		return nil, nil, nil, paymentRequired(total, -1)
 	case errors.Is(err, ErrConcurrencyLimit):
-		return nil, nil, concurrencyLimited(limit, -1)
+		return nil, nil, nil, concurrencyLimited(limit, -1)
 	case errors.Is(err, ErrSpendLimit):
-		return nil, nil, s.spendLimited(ctx, p, total, now)
+		return nil, nil, nil, s.spendLimited(ctx, p, total, now)
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if c != nil {
+		c.stored = true
 	}
 	for _, j := range jobs {
 		s.enqueue(ctx, j)
 	}
-	return b, jobs, nil
+	return b, jobs, answer, nil
 }
 
 func concurrencyLimited(limit, active int) *Error {
@@ -294,13 +346,11 @@ func MonthStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
-// CreateJob admits, prices and queues a job: the job, its credit reservation, its event
-// and the request's answer are written at once, and the task is enqueued after commit.
-// Codes: invalid_request, unsupported_operation, operation_not_allowed, not_found,
-// environment_mismatch, key_restricted, conflict, unsupported_input,
-// processing_unavailable, key_spend_limit, concurrency_limit, credits_exhausted,
-// payment_required.
-func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Job, error) {
+// authorizeJob decides a job request up to its claim: the key may create jobs and run
+// the operation, the options are well formed, and the key may act on every file the
+// request names. Codes: insufficient_scope, invalid_request, unsupported_operation,
+// operation_not_allowed, not_found, environment_mismatch, key_restricted.
+func (s *Jobs) authorizeJob(ctx context.Context, p *Principal, req JobRequest) (*admission, error) {
 	if err := p.RequireScope(ScopeJobsWrite); err != nil {
 		return nil, err
 	}
@@ -314,15 +364,31 @@ func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Jo
 	if err != nil {
 		return nil, err
 	}
+	// Checked before the claim: the files the options name are authorized too.
 	options, err := op.ValidateOptions(req.Options)
 	if err != nil {
 		return nil, err
 	}
-	adm := admission{op: op, options: options, fileIDs: []string{req.FileID}, param: func(int) string { return "file_id" }}
-	if req.Answer != nil {
-		adm.answer = func(_ *Batch, jobs []*Job) (*IdempotencyRecord, error) { return req.Answer(jobs[0]) }
+	adm := &admission{op: op, options: options, fileIDs: []string{req.FileID}, param: func(int) string { return "file_id" },
+		answer: func(_ *Batch, jobs []*Job) (*Answer, error) { return NewAnswer(ResultAccepted, jobs[0].View()) }}
+	if err := s.authorizeFiles(ctx, p, adm); err != nil {
+		return nil, err
 	}
-	_, jobs, err := s.admit(ctx, p, adm)
+	return adm, nil
+}
+
+// CreateJob admits, prices and queues a job: the job, its credit reservation and its
+// event are written at once, and the task is enqueued after commit. It is the effect of
+// a JobRequest without its idempotency (Services.Do runs that). Codes: those of
+// authorizeJob and admit: conflict, unsupported_input, processing_unavailable,
+// key_spend_limit, concurrency_limit, credits_exhausted, payment_required.
+func (s *Jobs) CreateJob(ctx context.Context, p *Principal, req JobRequest) (*Job, error) {
+	adm, err := s.authorizeJob(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	adm.answer = nil
+	_, jobs, _, err := s.admit(ctx, p, adm, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -117,21 +117,23 @@ const (
 	IdempotencyDone       = "done"
 )
 
-// IdempotencyRecord remembers the answer to a mutating request, scoped to
-// (organization, endpoint, key), so a replay gets the same answer and no new effect.
-// The claim and its answer are stored apart: State and the response are the answer's.
+// IdempotencyRecord is the claim of an idempotency key, scoped to (organization,
+// endpoint — the request's action — and key), and the answer given under it, so a replay
+// gets the same answer and no new effect. The claim and its answer are stored apart:
+// State and Answer are the answer's.
 type IdempotencyRecord struct {
-	ID              string            `bun:"id,pk"`
-	OrganizationID  string            `bun:"organization_id,notnull"`
-	Endpoint        string            `bun:"endpoint,notnull"`
-	Key             string            `bun:"key,notnull"`
-	Fingerprint     string            `bun:"fingerprint,notnull"`
-	State           string            `bun:"-"`
-	ResponseStatus  int               `bun:"-"`
-	ResponseHeaders map[string]string `bun:"-"`
-	ResponseBody    []byte            `bun:"-"`
-	CreatedAt       time.Time         `bun:"created_at,notnull"`
-	ExpiresAt       time.Time         `bun:"expires_at,notnull"`
+	ID             string    `bun:"id,pk"`
+	OrganizationID string    `bun:"organization_id,notnull"`
+	Endpoint       string    `bun:"endpoint,notnull"`
+	Key            string    `bun:"key,notnull"`
+	Fingerprint    string    `bun:"fingerprint,notnull"`
+	State          string    `bun:"-"`
+	Answer         *Answer   `bun:"-"` // when State is done
+	CreatedAt      time.Time `bun:"created_at,notnull"`
+	ExpiresAt      time.Time `bun:"expires_at,notnull"`
+	// LeaseUntil is how long the claim's holder is known to be alive: the holder renews
+	// it while its effect runs, and a claim still in progress past it is taken over.
+	LeaseUntil time.Time `bun:"lease_until,notnull"`
 }
 
 // Event is one row of the outbox: written in the transaction of the state change it

@@ -96,7 +96,8 @@ type AdmissionFacts struct {
 // Admission is work admitted at once, on one credit account: a batch (or nil), its jobs
 // (all of one project and one key), their job.queued events, one reserve ledger entry per
 // job that costs credits, and the answer to the request that asked for it, to be stored
-// with it (or nil).
+// with it (or nil). When the answer's claim is gone (taken over after its lease lapsed),
+// nothing is written and the write fails with ErrClaimLost.
 //
 // Its write enforces the limits, against every admission written before it, whatever
 // process wrote it: the account's balance covers the reservations; when ProjectLimit > 0
@@ -178,10 +179,15 @@ type Store interface {
 	SumKeySpend(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
 
 	// ClaimIdempotencyKey inserts rec as in progress. When a record with the same
-	// (organization, endpoint, key) exists and has not expired, it returns that record and
-	// inserts nothing; an expired one is replaced.
+	// (organization, endpoint, key) exists, it returns that record, with its answer when
+	// it has one, and inserts nothing — unless the record expired by rec.CreatedAt, or is
+	// still in progress with its lease ended by rec.CreatedAt (its holder died): such a
+	// record is replaced by rec, conditionally, so of concurrent claimants one wins.
 	ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) (existing *IdempotencyRecord, err error)
-	// FinishIdempotencyKey stores the response and marks the record done.
+	// RenewIdempotencyKey moves the lease of a claim to until.
+	RenewIdempotencyKey(ctx context.Context, id string, until time.Time) error
+	// FinishIdempotencyKey stores the answer and marks the record done; ErrNotFound when
+	// the record is gone (released, taken over, or replaced after expiring).
 	FinishIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) error
 	// ReleaseIdempotencyKey deletes an in-progress record (after a 5xx), so it can be retried.
 	ReleaseIdempotencyKey(ctx context.Context, id string) error
@@ -319,9 +325,10 @@ type RateDecision struct {
 	RetryAfter time.Duration // until one request is allowed, when refused
 }
 
-// RateLimiter is a token bucket per key shared by every process.
+// RateLimiter is a token bucket per key shared by every process. Allow takes cost
+// requests (1; 0 only reports the bucket) from key's bucket of perMinute requests.
 type RateLimiter interface {
-	Allow(ctx context.Context, key string, perMinute int) (RateDecision, error)
+	Allow(ctx context.Context, key string, perMinute, cost int) (RateDecision, error)
 }
 
 // Blobs stores file bytes. Keys are opaque paths chosen by the services; the services

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/filemill/filemill/domain/netguard"
@@ -38,6 +39,10 @@ type Config struct {
 	// OperationTimeouts; a preset's attempt gets the sum of its steps'.
 	JobTimeout        time.Duration
 	OperationTimeouts map[string]time.Duration
+	// IdempotencyLease is how long a request's claim of its Idempotency-Key outlives its
+	// holder's last renewal (renewed five times per lease while the request runs): a
+	// retry takes over the claim of a request whose process died this long after it died.
+	IdempotencyLease time.Duration
 }
 
 // OperationTimeout bounds one attempt of the named operation.
@@ -61,6 +66,7 @@ func DefaultConfig() Config {
 		UploadURLTTL:            time.Hour,
 		UploadSessionTTL:        24 * time.Hour,
 		IdempotencyTTL:          24 * time.Hour,
+		IdempotencyLease:        5 * time.Second,
 		MaxWebhookEndpoints:     20,
 		EventRetention:          30 * 24 * time.Hour,
 		AuthCacheTTL:            time.Second,
@@ -87,6 +93,8 @@ func (c Config) Validate() error {
 		return errors.New("FILEMILL_EVENT_RETENTION must be at least 1h")
 	case c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute:
 		return errors.New("FILEMILL_AUTH_CACHE_TTL must be between 0 and 1m")
+	case c.IdempotencyLease < 10*time.Millisecond || c.IdempotencyLease > time.Minute:
+		return errors.New("the idempotency lease must be between 10ms and 1m")
 	case c.JobLease != 0 && (c.JobLease < time.Second || c.JobLease > time.Hour):
 		return errors.New("FILEMILL_JOB_LEASE must be between 1s and 1h")
 	case c.MaxJobClaims < 0:
@@ -115,12 +123,14 @@ type Services struct {
 	Files         *Files
 	Uploads       *Uploads
 	Usage         *Usage
+	RateLimits    *RateLimits
+	Log           *slog.Logger
 }
 
 // Deps are the ports the services run on. Blobs, Fetcher, Queue, Engines, Directory,
-// Pages and Verifier may be nil in processes that touch no bytes and run no jobs (admin
-// commands); Bus, Deliveries and WebhookSender in processes that relay and deliver no
-// events.
+// Pages, Verifier and Limiter may be nil in processes that touch no bytes, run no jobs
+// and serve no requests (admin commands); Bus, Deliveries and WebhookSender in processes
+// that relay and deliver no events. Log defaults to slog's default logger.
 type Deps struct {
 	Store    Store
 	Clock    Clock
@@ -140,12 +150,17 @@ type Deps struct {
 	Bus           EventBus
 	Deliveries    DeliveryQueue
 	WebhookSender WebhookSender
+	Limiter       RateLimiter
+	Log           *slog.Logger
 }
 
 // NewServices wires the services over their ports.
 func NewServices(cfg Config, d Deps) *Services {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
 	}
 	def := DefaultConfig()
 	if cfg.JobLease == 0 {
@@ -154,8 +169,11 @@ func NewServices(cfg Config, d Deps) *Services {
 	if cfg.MaxJobClaims == 0 {
 		cfg.MaxJobClaims = def.MaxJobClaims
 	}
+	if cfg.IdempotencyLease == 0 {
+		cfg.IdempotencyLease = def.IdempotencyLease
+	}
 	store, clock := d.Store, d.Clock
-	s := &Services{Config: cfg, Store: store, Clock: clock}
+	s := &Services{Config: cfg, Store: store, Clock: clock, Log: d.Log}
 	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
 	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
@@ -172,6 +190,7 @@ func NewServices(cfg Config, d Deps) *Services {
 	metered := ok && m.MetersEgress()
 	s.Usage = &Usage{Store: store, Clock: clock, EgressAtServe: metered}
 	s.Files.Usage = s.Usage
+	s.RateLimits = NewRateLimits(d.Limiter, cfg.DefaultRateLimit, clock, d.Log)
 	return s
 }
 

@@ -82,12 +82,6 @@ func ArtifactKey(f *File, artifactID string) string {
 }
 
 func validateNewUpload(req *NewUpload, cfg Config) error {
-	if req.ProjectID != "" && !ValidID(PrefixProject, req.ProjectID) {
-		return InvalidParam("project_id", "project_id must be a prj_ id")
-	}
-	if req.ByteSize < 0 {
-		return InvalidParam("byte_size", "byte_size must be at least 1")
-	}
 	hasFile := req.Filename != "" || req.ByteSize != 0
 	switch {
 	case hasFile && req.FromURL != "":
@@ -318,17 +312,6 @@ func (s *Uploads) RemintParts(ctx context.Context, p *Principal, id string) (*Up
 func (s *Uploads) CompleteParts(ctx context.Context, p *Principal, id string, parts []PartETag) (*File, error) {
 	if err := p.RequireScope(ScopeFilesWrite); err != nil {
 		return nil, err
-	}
-	if len(parts) == 0 {
-		return nil, InvalidParam("parts", "parts must list at least one part")
-	}
-	for _, pt := range parts {
-		if pt.PartNumber < 1 {
-			return nil, InvalidParam("parts.part_number", "every part needs a part_number of at least 1")
-		}
-		if pt.ETag == "" {
-			return nil, InvalidParam("parts.etag", "every part needs the etag its PUT answered")
-		}
 	}
 	u, f, err := s.findUpload(ctx, p, id)
 	if err != nil {

@@ -32,9 +32,9 @@ type Webhooks struct {
 
 // NewWebhookEndpoint is the request to register an endpoint.
 type NewWebhookEndpoint struct {
-	URL           string
-	EnabledEvents []string
-	ProjectID     string
+	URL           string   `json:"url"`
+	EnabledEvents []string `json:"enabled_events"`
+	ProjectID     string   `json:"project_id"`
 }
 
 // CreateEndpoint registers an endpoint and returns it with its secret (shown once).

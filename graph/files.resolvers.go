@@ -13,6 +13,18 @@ import (
 	"github.com/filemill/filemill/graph/model"
 )
 
+// File is the resolver for the file field.
+func (r *createUploadPayloadResolver) File(ctx context.Context, obj *model.CreateUploadPayload) (*domain.FileView, error) {
+	if obj.Fetched != nil {
+		return obj.Fetched, nil
+	}
+	f, err := loadersFrom(ctx).files.Load(ctx, obj.Upload.FileID)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	return ptr(f.View()), nil
+}
+
 // Artifacts is the resolver for the artifacts field.
 func (r *fileResolver) Artifacts(ctx context.Context, obj *domain.FileView) ([]*domain.ArtifactView, error) {
 	arts, err := loadersFrom(ctx).fileArtifacts.Load(ctx, obj.ID)
@@ -37,69 +49,49 @@ func (r *fileResolver) History(ctx context.Context, obj *domain.FileView) ([]*do
 
 // CreateUpload is the resolver for the createUpload field.
 func (r *mutationResolver) CreateUpload(ctx context.Context, input model.CreateUploadInput, idempotencyKey *string) (*model.CreateUploadPayload, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	nu := domain.NewUpload{Filename: str(input.Filename), FromURL: str(input.FromURL), MIMEType: str(input.MimeType),
-		Multipart: input.Multipart != nil && *input.Multipart, ProjectID: str(input.ProjectID)}
-	var err error
-	if nu.ByteSize, err = domain.OptionalPositive("byte_size", input.ByteSize); err != nil {
-		return nil, err
-	}
+	req := domain.UploadRequest{Filename: str(input.Filename), ByteSize: input.ByteSize, FromURL: str(input.FromURL),
+		MIMEType: str(input.MimeType), Multipart: input.Multipart != nil && *input.Multipart, ProjectID: str(input.ProjectID)}
 	if v := input.Validation; v != nil {
-		nu.Validation = &domain.Validation{Formats: v.Formats, Scan: v.Scan != nil && *v.Scan}
-		if nu.Validation.MaxBytes, err = domain.OptionalPositive("validation.max_bytes", v.MaxBytes); err != nil {
-			return nil, err
-		}
-		if nu.Validation.MinBytes, err = domain.OptionalPositive("validation.min_bytes", v.MinBytes); err != nil {
-			return nil, err
-		}
+		req.Validation = &domain.ValidationRequest{Formats: v.Formats, MaxBytes: v.MaxBytes, MinBytes: v.MinBytes, Scan: v.Scan != nil && *v.Scan}
 	}
-	t, err := r.svc.Uploads.CreateUpload(ctx, principal(ctx), nu)
+	a, err := r.do(ctx, idempotencyKey, req)
 	if err != nil {
 		return nil, err
 	}
-	out := &model.CreateUploadPayload{File: ptr(t.File.View())}
-	if nu.FromURL == "" {
-		out.Upload = ptr(t.View())
+	if req.FromURL != "" {
+		// Fetched and completed at once: the file.
+		f, err := object[domain.FileView](a)
+		return &model.CreateUploadPayload{Fetched: f}, err
 	}
-	return out, nil
+	u, err := object[domain.UploadView](a)
+	return &model.CreateUploadPayload{Upload: u}, err
 }
 
 // CompleteFile is the resolver for the completeFile field.
 func (r *mutationResolver) CompleteFile(ctx context.Context, id string, idempotencyKey *string) (*domain.FileView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	f, err := r.svc.Files.CompleteFile(ctx, principal(ctx), id)
+	a, err := r.do(ctx, idempotencyKey, domain.CompleteFileRequest{FileID: id})
 	if err != nil {
 		return nil, err
 	}
-	return ptr(f.View()), nil
+	return object[domain.FileView](a)
 }
 
 // CompleteParts is the resolver for the completeParts field.
 func (r *mutationResolver) CompleteParts(ctx context.Context, uploadID string, parts []*model.PartInput, idempotencyKey *string) (*domain.FileView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	ps := make([]domain.PartETag, len(parts))
+	req := domain.CompletePartsRequest{UploadID: uploadID, Parts: make([]domain.PartRequest, len(parts))}
 	for i, pt := range parts {
-		ps[i] = domain.PartETag{PartNumber: pt.PartNumber, ETag: pt.Etag}
+		req.Parts[i] = domain.PartRequest{PartNumber: &pt.PartNumber, ETag: &pt.Etag}
 	}
-	f, err := r.svc.Uploads.CompleteParts(ctx, principal(ctx), uploadID, ps)
+	a, err := r.do(ctx, idempotencyKey, req)
 	if err != nil {
 		return nil, err
 	}
-	return ptr(f.View()), nil
+	return object[domain.FileView](a)
 }
 
 // AbortUpload is the resolver for the abortUpload field.
 func (r *mutationResolver) AbortUpload(ctx context.Context, uploadID string, idempotencyKey *string) (*model.DeletePayload, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	if err := r.svc.Uploads.AbortUpload(ctx, principal(ctx), uploadID); err != nil {
+	if _, err := r.do(ctx, idempotencyKey, domain.AbortUploadRequest{UploadID: uploadID}); err != nil {
 		return nil, err
 	}
 	return &model.DeletePayload{ID: uploadID}, nil
@@ -107,21 +99,15 @@ func (r *mutationResolver) AbortUpload(ctx context.Context, uploadID string, ide
 
 // RemintParts is the resolver for the remintParts field.
 func (r *mutationResolver) RemintParts(ctx context.Context, uploadID string, idempotencyKey *string) (*domain.UploadView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	t, err := r.svc.Uploads.RemintParts(ctx, principal(ctx), uploadID)
+	a, err := r.do(ctx, idempotencyKey, domain.RemintPartsRequest{UploadID: uploadID})
 	if err != nil {
 		return nil, err
 	}
-	return ptr(t.View()), nil
+	return object[domain.UploadView](a)
 }
 
 // DeleteFile is the resolver for the deleteFile field.
-func (r *mutationResolver) DeleteFile(ctx context.Context, id string, idempotencyKey *string) (*model.DeletePayload, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
+func (r *mutationResolver) DeleteFile(ctx context.Context, id string) (*model.DeletePayload, error) {
 	if err := r.svc.Files.DeleteFile(ctx, principal(ctx), id); err != nil {
 		return nil, err
 	}
@@ -130,27 +116,21 @@ func (r *mutationResolver) DeleteFile(ctx context.Context, id string, idempotenc
 
 // CreateDownloadURL is the resolver for the createDownloadUrl field.
 func (r *mutationResolver) CreateDownloadURL(ctx context.Context, fileID string, artifactID *string, expiresIn *int, idempotencyKey *string) (*domain.DownloadURLView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	expires := 0
-	if expiresIn != nil {
-		if *expiresIn == 0 {
-			// 0 is out of range, not "the default", as in REST.
-			return nil, domain.InvalidParam("expires_in", "expires_in must be between %d and %d seconds", domain.MinDownloadTTL, domain.MaxDownloadTTL)
-		}
-		expires = *expiresIn
-	}
-	d, err := r.svc.Files.MintDownloadURL(ctx, principal(ctx), fileID, str(artifactID), expires)
+	a, err := r.do(ctx, idempotencyKey, domain.DownloadURLRequest{FileID: fileID, ArtifactID: str(artifactID), ExpiresIn: expiresIn})
 	if err != nil {
 		return nil, err
 	}
-	return ptr(d.View()), nil
+	return object[domain.DownloadURLView](a)
 }
 
 // UploadHeaders is the resolver for the uploadHeaders field.
 func (r *uploadResolver) UploadHeaders(ctx context.Context, obj *domain.UploadView) (json.RawMessage, error) {
 	return json.Marshal(obj.UploadHeaders)
+}
+
+// CreateUploadPayload returns CreateUploadPayloadResolver implementation.
+func (r *Resolver) CreateUploadPayload() CreateUploadPayloadResolver {
+	return &createUploadPayloadResolver{r}
 }
 
 // File returns FileResolver implementation.
@@ -160,6 +140,7 @@ func (r *Resolver) File() FileResolver { return &fileResolver{r} }
 func (r *Resolver) Upload() UploadResolver { return &uploadResolver{r} }
 
 type (
-	fileResolver   struct{ *Resolver }
-	uploadResolver struct{ *Resolver }
+	createUploadPayloadResolver struct{ *Resolver }
+	fileResolver                struct{ *Resolver }
+	uploadResolver              struct{ *Resolver }
 )

@@ -35,6 +35,7 @@ type ResolverRoot interface {
 	ApiKey() ApiKeyResolver
 	Batch() BatchResolver
 	BatchItem() BatchItemResolver
+	CreateUploadPayload() CreateUploadPayloadResolver
 	File() FileResolver
 	Job() JobResolver
 	Mutation() MutationResolver
@@ -243,8 +244,8 @@ type ComplexityRoot struct {
 		CreateJob             func(childComplexity int, input model.CreateJobInput, idempotencyKey *string) int
 		CreateUpload          func(childComplexity int, input model.CreateUploadInput, idempotencyKey *string) int
 		CreateWebhookEndpoint func(childComplexity int, input model.CreateWebhookEndpointInput, idempotencyKey *string) int
-		DeleteFile            func(childComplexity int, id string, idempotencyKey *string) int
-		DeleteWebhookEndpoint func(childComplexity int, id string, idempotencyKey *string) int
+		DeleteFile            func(childComplexity int, id string) int
+		DeleteWebhookEndpoint func(childComplexity int, id string) int
 		RemintParts           func(childComplexity int, uploadID string, idempotencyKey *string) int
 		RetryDelivery         func(childComplexity int, webhookEndpointID string, deliveryID string, idempotencyKey *string) int
 		RotateWebhookSecret   func(childComplexity int, id string, idempotencyKey *string) int
@@ -463,6 +464,9 @@ type BatchResolver interface {
 type BatchItemResolver interface {
 	Job(ctx context.Context, obj *domain.BatchItemView) (*domain.JobView, error)
 }
+type CreateUploadPayloadResolver interface {
+	File(ctx context.Context, obj *model.CreateUploadPayload) (*domain.FileView, error)
+}
 type FileResolver interface {
 	Artifacts(ctx context.Context, obj *domain.FileView) ([]*domain.ArtifactView, error)
 	History(ctx context.Context, obj *domain.FileView) ([]*domain.HistoryEntryView, error)
@@ -478,13 +482,13 @@ type MutationResolver interface {
 	CompleteParts(ctx context.Context, uploadID string, parts []*model.PartInput, idempotencyKey *string) (*domain.FileView, error)
 	AbortUpload(ctx context.Context, uploadID string, idempotencyKey *string) (*model.DeletePayload, error)
 	RemintParts(ctx context.Context, uploadID string, idempotencyKey *string) (*domain.UploadView, error)
-	DeleteFile(ctx context.Context, id string, idempotencyKey *string) (*model.DeletePayload, error)
+	DeleteFile(ctx context.Context, id string) (*model.DeletePayload, error)
 	CreateDownloadURL(ctx context.Context, fileID string, artifactID *string, expiresIn *int, idempotencyKey *string) (*domain.DownloadURLView, error)
 	CreateJob(ctx context.Context, input model.CreateJobInput, idempotencyKey *string) (*domain.JobView, error)
 	CancelJob(ctx context.Context, id string, idempotencyKey *string) (*domain.JobView, error)
 	CreateBatch(ctx context.Context, input model.CreateBatchInput, idempotencyKey *string) (*domain.BatchView, error)
 	CreateWebhookEndpoint(ctx context.Context, input model.CreateWebhookEndpointInput, idempotencyKey *string) (*model.CreateWebhookEndpointPayload, error)
-	DeleteWebhookEndpoint(ctx context.Context, id string, idempotencyKey *string) (*model.DeletePayload, error)
+	DeleteWebhookEndpoint(ctx context.Context, id string) (*model.DeletePayload, error)
 	TestWebhookEndpoint(ctx context.Context, id string, idempotencyKey *string) (*domain.EventView, error)
 	RotateWebhookSecret(ctx context.Context, id string, idempotencyKey *string) (*model.RotateWebhookSecretPayload, error)
 	RetryDelivery(ctx context.Context, webhookEndpointID string, deliveryID string, idempotencyKey *string) (*domain.WebhookDeliveryView, error)
@@ -1377,7 +1381,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteFile(childComplexity, args["id"].(string), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.DeleteFile(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteWebhookEndpoint":
 		if e.ComplexityRoot.Mutation.DeleteWebhookEndpoint == nil {
 			break
@@ -1388,7 +1392,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteWebhookEndpoint(childComplexity, args["id"].(string), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.DeleteWebhookEndpoint(childComplexity, args["id"].(string)), true
 	case "Mutation.remintParts":
 		if e.ComplexityRoot.Mutation.RemintParts == nil {
 			break
@@ -3472,14 +3476,6 @@ func (ec *executionContext) field_Mutation_deleteFile_args(ctx context.Context, 
 		return nil, err
 	}
 	args["id"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
-		func(ctx context.Context, v any) (*string, error) {
-			return ec.unmarshalOString2ᚖstring(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["idempotencyKey"] = arg1
 	return args, nil
 }
 
@@ -3494,14 +3490,6 @@ func (ec *executionContext) field_Mutation_deleteWebhookEndpoint_args(ctx contex
 		return nil, err
 	}
 	args["id"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
-		func(ctx context.Context, v any) (*string, error) {
-			return ec.unmarshalOString2ᚖstring(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["idempotencyKey"] = arg1
 	return args, nil
 }
 
@@ -5061,22 +5049,22 @@ func (ec *executionContext) _CreateUploadPayload_file(ctx context.Context, field
 			return ec.fieldContext_CreateUploadPayload_file(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.File, nil
+			return ec.Resolvers.CreateUploadPayload().File(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *domain.FileView) graphql.Marshaler {
-			return ec.marshalNFile2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐFileView(ctx, selections, v)
+			return ec.marshalOFile2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐFileView(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_CreateUploadPayload_file(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "CreateUploadPayload",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_File(ctx, field)
 		},
@@ -7150,7 +7138,7 @@ func (ec *executionContext) _Mutation_deleteFile(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteFile(ctx, fc.Args["id"].(string), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().DeleteFile(ctx, fc.Args["id"].(string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
@@ -7414,7 +7402,7 @@ func (ec *executionContext) _Mutation_deleteWebhookEndpoint(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteWebhookEndpoint(ctx, fc.Args["id"].(string), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().DeleteWebhookEndpoint(ctx, fc.Args["id"].(string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
@@ -12895,13 +12883,46 @@ func (ec *executionContext) _CreateUploadPayload(ctx context.Context, sel ast.Se
 		case "upload":
 			out.Values[i] = ec._CreateUploadPayload_upload(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "file":
-			out.Values[i] = ec._CreateUploadPayload_file(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._CreateUploadPayload_file(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -49,42 +49,31 @@ func (r *jobResolver) Artifacts(ctx context.Context, obj *domain.JobView) ([]*do
 
 // CreateJob is the resolver for the createJob field.
 func (r *mutationResolver) CreateJob(ctx context.Context, input model.CreateJobInput, idempotencyKey *string) (*domain.JobView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	j, err := r.svc.Jobs.CreateJob(ctx, principal(ctx), domain.JobRequest{FileID: input.FileID, Operation: str(input.Operation),
+	a, err := r.do(ctx, idempotencyKey, domain.JobRequest{FileID: input.FileID, Operation: str(input.Operation),
 		Preset: str(input.Preset), Options: input.Options})
 	if err != nil {
 		return nil, err
 	}
-	loadersFrom(ctx).primeJobs([]*domain.Job{j}, true)
-	return ptr(j.View()), nil
+	return object[domain.JobView](a)
 }
 
 // CancelJob is the resolver for the cancelJob field.
 func (r *mutationResolver) CancelJob(ctx context.Context, id string, idempotencyKey *string) (*domain.JobView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	j, err := r.svc.Jobs.CancelJob(ctx, principal(ctx), id)
+	a, err := r.do(ctx, idempotencyKey, domain.CancelJobRequest{JobID: id})
 	if err != nil {
 		return nil, err
 	}
-	return ptr(j.View()), nil
+	return object[domain.JobView](a)
 }
 
 // CreateBatch is the resolver for the createBatch field.
 func (r *mutationResolver) CreateBatch(ctx context.Context, input model.CreateBatchInput, idempotencyKey *string) (*domain.BatchView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	b, jobs, err := r.svc.Jobs.CreateBatch(ctx, principal(ctx), domain.BatchRequest{FileIDs: input.FileIds, Operation: str(input.Operation),
+	a, err := r.do(ctx, idempotencyKey, domain.BatchRequest{FileIDs: input.FileIds, Operation: str(input.Operation),
 		Preset: str(input.Preset), Options: input.Options})
 	if err != nil {
 		return nil, err
 	}
-	loadersFrom(ctx).primeJobs(jobs, true)
-	return ptr(domain.NewBatchView(b, jobs)), nil
+	return object[domain.BatchView](a)
 }
 
 // OptionsSchema is the resolver for the optionsSchema field.

@@ -83,20 +83,20 @@ func (c ServerConfig) Validate() error {
 
 // Server is the GraphQL door over the domain services.
 type Server struct {
-	cfg     ServerConfig
-	svc     *domain.Services
-	limiter domain.RateLimiter
-	log     *slog.Logger
-	gql     *handler.Server
+	cfg ServerConfig
+	svc *domain.Services
+	log *slog.Logger
+	gql *handler.Server
 }
 
-// NewServer builds the door. limiter is the one the REST door uses (shared buckets);
-// bus feeds the subscriptions (nil: they answer not_implemented).
-func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimiter, bus EventStream, log *slog.Logger) *Server {
+// NewServer builds the door over the services (their rate limits are the REST door's:
+// one bucket per key for both); bus feeds the subscriptions (nil: they answer
+// not_implemented).
+func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, svc: svc, limiter: limiter, log: log}
+	s := &Server{cfg: cfg, svc: svc, log: log}
 	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
 	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live, resync: cfg.Resync}}
 	setComplexity(&ec.Complexity)
@@ -125,8 +125,8 @@ func NewServer(cfg ServerConfig, svc *domain.Services, limiter domain.RateLimite
 		p := principal(ctx)
 		if c := connFrom(ctx); c != nil && p != nil {
 			// An operation over a websocket takes its token as a request does.
-			bucket, limit := svc.Config.RateBucket(p, c.ip)
-			if err := s.allow(ctx, bucket, limit); err != nil {
+			if d := svc.RateLimits.Allow(ctx, p, c.ip); !d.Allowed {
+				err := domain.RateLimited(d)
 				return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{s.presentError(ctx, err)}})
 			}
 		}
@@ -186,13 +186,8 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if !deferred {
 		p, authErr = s.authenticate(r)
 	}
-	var rp *domain.Principal
-	if authErr == nil {
-		rp = p
-	}
-	bucket, limit := s.svc.Config.RateBucket(rp, ip)
-	if err := s.rateLimit(w, r, bucket, limit); err != nil {
-		s.refuse(w, r, 0, err)
+	if d := s.svc.RateLimits.Charge(r.Context(), p, authErr, ip); !setRateHeaders(w, d) {
+		s.refuse(w, r, 0, domain.RateLimited(d))
 		return
 	}
 	if authErr != nil {
@@ -219,28 +214,21 @@ func (s *Server) authenticate(r *http.Request) (*domain.Principal, error) {
 	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
 		return nil, err
 	}
-	secret, err := domain.BearerSecret(r.Header.Get("Authorization"))
+	secret, err := domain.AuthorizationSecret(r.Header.Values("Authorization"))
 	if err != nil {
 		return nil, err
 	}
 	return s.svc.Keys.Authenticate(r.Context(), secret, domain.ClientAddr(r.RemoteAddr))
 }
 
-// rateLimit takes one token and sets the X-RateLimit-* headers; a limiter that fails
-// lets the request through (availability over strictness), as REST does.
-func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string, limit int) error {
-	d, ok := s.decide(r.Context(), bucket, limit)
-	if !ok {
-		return nil
-	}
+// setRateHeaders sets the X-RateLimit-* headers of a decision and reports whether it
+// allowed the request.
+func setRateHeaders(w http.ResponseWriter, d domain.RateDecision) bool {
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
-	if !d.Allowed {
-		return domain.RateLimited(d)
-	}
-	return nil
+	return d.Allowed
 }
 
 // refuse answers a request GraphQL never saw, in the GraphQL response shape.
@@ -261,29 +249,6 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
-}
-
-// decide takes one token from bucket; false when there is no decision (no limiter, or
-// it failed: the request goes through).
-func (s *Server) decide(ctx context.Context, bucket string, limit int) (domain.RateDecision, bool) {
-	if s.limiter == nil {
-		return domain.RateDecision{}, false
-	}
-	d, err := s.limiter.Allow(ctx, bucket, limit)
-	if err != nil {
-		s.logger(ctx).Warn("rate limiter unavailable; letting the request through", "error", err.Error())
-		return domain.RateDecision{}, false
-	}
-	return d, true
-}
-
-// allow takes one token for an operation that came without a request of its own.
-// Codes: rate_limited.
-func (s *Server) allow(ctx context.Context, bucket string, limit int) error {
-	if d, ok := s.decide(ctx, bucket, limit); ok && !d.Allowed {
-		return domain.RateLimited(d)
-	}
-	return nil
 }
 
 // statusRecorder remembers the status a handler wrote, and lets a websocket upgrade

@@ -28,6 +28,7 @@ import (
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -83,8 +84,9 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	// The embedded default's event stream, fed by a relay of the outbox.
 	bus := jobs.NewLocalBus()
 	store.OnOutbox(bus.Nudge)
-	svc := domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Registry: reg, Engines: engines, Bus: bus})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Queue: queue, Registry: reg, Engines: engines, Bus: bus,
+		Limiter: ratelimit.New(rdb), Log: quiet})
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
 	go func() {
@@ -93,15 +95,14 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	}()
 	relayStopped := func() { stopRelay(); <-relayDone }
 	t.Cleanup(relayStopped)
-	limiter := rest.NewRedisRateLimiter(rdb)
 	gcfg := graph.DefaultServerConfig()
 	gcfg.StatusOf = rest.StatusOf
 	if o.gcfg != nil {
 		o.gcfg(&gcfg)
 	}
 	require.NoError(t, gcfg.Validate())
-	gql := graph.NewServer(gcfg, svc, limiter, bus, quiet)
-	api := rest.NewServer(rest.DefaultConfig(), svc, limiter, quiet)
+	gql := graph.NewServer(gcfg, svc, bus, quiet)
+	api := rest.NewServer(rest.DefaultConfig(), svc, quiet)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())
 	mux.Handle("/graphql/", gql.Handler())
@@ -142,11 +143,12 @@ func newBlobs(t *testing.T) domain.Blobs {
 
 // gqlResponse is a decoded GraphQL answer.
 type gqlResponse struct {
-	status int
-	header http.Header
-	Data   map[string]any `json:"data"`
-	Errors []gqlError     `json:"errors"`
-	raw    []byte
+	status     int
+	header     http.Header
+	Data       map[string]any `json:"data"`
+	Errors     []gqlError     `json:"errors"`
+	Extensions map[string]any `json:"extensions"`
+	raw        []byte
 }
 
 type gqlError struct {
@@ -207,6 +209,13 @@ func (b *bundle) send(req *http.Request) gqlResponse {
 // rest calls the REST door; it returns the status and the decoded body.
 func (b *bundle) rest(method, path, key string, body any) (int, map[string]any) {
 	b.t.Helper()
+	st, m, _ := b.restKey(method, path, key, idem(), body)
+	return st, m
+}
+
+// restKey calls the REST door with an Idempotency-Key of the caller's on a POST.
+func (b *bundle) restKey(method, path, key, idemKey string, body any) (int, map[string]any, http.Header) {
+	b.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -218,7 +227,7 @@ func (b *bundle) rest(method, path, key string, body any) (int, map[string]any) 
 	req.Header.Set("Authorization", "Bearer "+key)
 	if method == "POST" {
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", idem())
+		req.Header.Set("Idempotency-Key", idemKey)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(b.t, err)
@@ -229,7 +238,7 @@ func (b *bundle) rest(method, path, key string, body any) (int, map[string]any) 
 	if len(bytes.TrimSpace(raw)) > 0 {
 		require.NoError(b.t, json.Unmarshal(raw, &m), string(raw))
 	}
-	return resp.StatusCode, m
+	return resp.StatusCode, m, resp.Header
 }
 
 var netipLoopback = netip.MustParseAddr("127.0.0.1")

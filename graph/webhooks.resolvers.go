@@ -14,22 +14,22 @@ import (
 
 // CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.
 func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, input model.CreateWebhookEndpointInput, idempotencyKey *string) (*model.CreateWebhookEndpointPayload, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	ep, err := r.svc.Webhooks.CreateEndpoint(ctx, principal(ctx), domain.NewWebhookEndpoint{URL: input.URL,
-		EnabledEvents: input.EnabledEvents, ProjectID: str(input.ProjectID)})
+	a, err := r.do(ctx, idempotencyKey, domain.NewWebhookEndpoint{URL: input.URL, EnabledEvents: input.EnabledEvents,
+		ProjectID: str(input.ProjectID)})
 	if err != nil {
 		return nil, err
 	}
-	return &model.CreateWebhookEndpointPayload{WebhookEndpoint: ptr(ep.View()), Secret: ep.Secret}, nil
+	ep, err := object[domain.WebhookEndpointView](a)
+	if err != nil {
+		return nil, err
+	}
+	secret := ep.Secret
+	ep.Secret = ""
+	return &model.CreateWebhookEndpointPayload{WebhookEndpoint: ep, Secret: secret}, nil
 }
 
 // DeleteWebhookEndpoint is the resolver for the deleteWebhookEndpoint field.
-func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string, idempotencyKey *string) (*model.DeletePayload, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
+func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string) (*model.DeletePayload, error) {
 	if err := r.svc.Webhooks.DeleteEndpoint(ctx, principal(ctx), id); err != nil {
 		return nil, err
 	}
@@ -38,38 +38,35 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string,
 
 // TestWebhookEndpoint is the resolver for the testWebhookEndpoint field.
 func (r *mutationResolver) TestWebhookEndpoint(ctx context.Context, id string, idempotencyKey *string) (*domain.EventView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	e, err := r.svc.Webhooks.SendTest(ctx, principal(ctx), id)
+	a, err := r.do(ctx, idempotencyKey, domain.WebhookTestRequest{EndpointID: id})
 	if err != nil {
 		return nil, err
 	}
-	return ptr(e.View()), nil
+	return object[domain.EventView](a)
 }
 
 // RotateWebhookSecret is the resolver for the rotateWebhookSecret field.
 func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, idempotencyKey *string) (*model.RotateWebhookSecretPayload, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	ep, err := r.svc.Webhooks.RotateSecret(ctx, principal(ctx), id)
+	a, err := r.do(ctx, idempotencyKey, domain.RotateSecretRequest{EndpointID: id})
 	if err != nil {
 		return nil, err
 	}
-	return &model.RotateWebhookSecretPayload{WebhookEndpoint: ptr(ep.View()), Secret: ep.Secret}, nil
+	ep, err := object[domain.WebhookEndpointView](a)
+	if err != nil {
+		return nil, err
+	}
+	secret := ep.Secret
+	ep.Secret = ""
+	return &model.RotateWebhookSecretPayload{WebhookEndpoint: ep, Secret: secret}, nil
 }
 
 // RetryDelivery is the resolver for the retryDelivery field.
 func (r *mutationResolver) RetryDelivery(ctx context.Context, webhookEndpointID string, deliveryID string, idempotencyKey *string) (*domain.WebhookDeliveryView, error) {
-	if err := begin(ctx, idempotencyKey); err != nil {
-		return nil, err
-	}
-	d, err := r.svc.Webhooks.RetryDelivery(ctx, principal(ctx), webhookEndpointID, deliveryID)
+	a, err := r.do(ctx, idempotencyKey, domain.RetryDeliveryRequest{EndpointID: webhookEndpointID, DeliveryID: deliveryID})
 	if err != nil {
 		return nil, err
 	}
-	return ptr(d.View()), nil
+	return object[domain.WebhookDeliveryView](a)
 }
 
 // Events is the resolver for the events field.

@@ -41,6 +41,12 @@ func TestAuthenticationFailures(t *testing.T) {
 		{"KeyInQueryAlone", req{method: "GET", path: "/v1/jobs?api_key=" + b.liveA}, 401, domain.CodeAPIKeyInQuery},
 		{"KeyInQueryWithValidHeader", req{method: "GET", path: "/v1/jobs?access_token=x", key: b.liveA}, 401, domain.CodeAPIKeyInQuery},
 		{"KeyParamInQuery", req{method: "GET", path: "/v1/jobs?key=x", key: b.liveA}, 401, domain.CodeAPIKeyInQuery},
+		{"TwoAuthorizationHeaders", req{method: "GET", path: "/v1/jobs", key: b.liveA,
+			added: http.Header{"Authorization": {"Bearer " + b.testA}}}, 401, domain.CodeInvalidAPIKey},
+		{"TwoAuthorizationHeadersOfOneKey", req{method: "GET", path: "/v1/jobs", key: b.liveA,
+			added: http.Header{"Authorization": {"Bearer " + b.liveA}}}, 401, domain.CodeInvalidAPIKey},
+		{"TwoAuthorizationHeadersOnAPost", req{method: "POST", path: "/v1/webhook-endpoints", key: b.liveA, idem: "two-headers",
+			body: webhookBody("https://example.com/two"), added: http.Header{"Authorization": {"Bearer " + b.liveA}}}, 401, domain.CodeInvalidAPIKey},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,8 +55,16 @@ func TestAuthenticationFailures(t *testing.T) {
 			require.Equal(t, c.code, r.errorCode(t))
 			require.NotEmpty(t, r.header.Get("X-Request-Id"))
 			require.NotEmpty(t, r.header.Get("X-RateLimit-Limit"))
+			require.Equal(t, []string{"Bearer"}, r.header.Values("WWW-Authenticate"), "every 401 names the scheme")
 		})
 	}
+	t.Run("NoChallengeOnOtherAnswers", func(t *testing.T) {
+		require.Empty(t, b.do(req{method: "GET", path: "/v1/jobs", key: b.liveA}).header.Get("WWW-Authenticate"))
+		readOnly := b.newKey(func(k *domain.NewKey) { k.Scopes = []string{domain.ScopeJobsRead} })
+		r := b.do(req{method: "GET", path: "/v1/files", key: readOnly})
+		require.Equal(t, 403, r.status)
+		require.Empty(t, r.header.Get("WWW-Authenticate"))
+	})
 }
 
 func TestForbiddenCodes(t *testing.T) {

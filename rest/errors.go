@@ -2,7 +2,6 @@ package rest
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -76,34 +75,44 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code      string         `json:"code"`
-	Message   string         `json:"message"`
-	Param     string         `json:"param,omitempty"`
-	RequestID string         `json:"request_id"`
-	Details   map[string]any `json:"details,omitempty"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Param     string `json:"param,omitempty"`
+	RequestID string `json:"request_id"`
+	// Details is a map, or a stored answer's JSON; nil when there are none.
+	Details any `json:"details,omitempty"`
 }
 
 // writeError answers with the one error shape. Errors without a contract code are
-// logged with the request id and shown as a plain internal error.
+// logged with the request id and shown as a plain internal error. A dependency that
+// cannot be reached is dependency_unavailable (domain.ErrorOf) and is not logged per
+// request: while it lasts every request would say the same.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	reqID := requestIDFrom(r.Context())
-	derr := domain.AsError(err)
+	derr := domain.ErrorOf(err)
 	if derr == nil {
-		if errors.Is(err, domain.ErrNotFound) {
-			derr = domain.NotFound("resource")
-		} else {
-			logger(r.Context()).Error("internal error", "error", err.Error())
-			derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
-		}
+		logger(r.Context()).Error("internal error", "error", err.Error())
+		derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
 	}
-	status := StatusOf(derr.Code)
-	if derr.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(derr.RetryAfter))
-	} else if status == http.StatusTooManyRequests {
+	d := errorDetail{Code: derr.Code, Message: derr.Message, Param: derr.Param, RequestID: requestIDFrom(r.Context())}
+	if len(derr.Details) > 0 {
+		d.Details = derr.Details
+	}
+	writeErrorDetail(w, StatusOf(derr.Code), derr.RetryAfter, d)
+}
+
+// writeErrorDetail sends an error with its status: with Retry-After when the error
+// says when to come back (always on a 429), and the Bearer challenge on every 401.
+func writeErrorDetail(w http.ResponseWriter, status, retryAfter int, d errorDetail) {
+	switch {
+	case retryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	case status == http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: derr.Code, Message: derr.Message, Param: derr.Param,
-		RequestID: reqID, Details: derr.Details}})
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	writeJSON(w, status, errorBody{Error: d})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,20 +1,10 @@
 package rest
 
 import (
-	"context"
 	"net/http"
-	"time"
 
 	"github.com/filemill/filemill/domain"
 )
-
-// detached runs fn with a context that outlives the request, for bookkeeping that
-// must happen even when the client has gone.
-func detached(r *http.Request, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
-	defer cancel()
-	return fn(ctx)
-}
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
 	page, err := pageFrom(r)
@@ -54,25 +44,12 @@ func (s *Server) listWebhookEndpoints(w http.ResponseWriter, r *http.Request, p 
 	writeJSON(w, http.StatusOK, newList(list, (*domain.WebhookEndpoint).View, func(e *domain.WebhookEndpoint) string { return e.ID }))
 }
 
-type createWebhookEndpointRequest struct {
-	URL           string   `json:"url"`
-	EnabledEvents []string `json:"enabled_events"`
-	ProjectID     string   `json:"project_id"`
-}
-
 func (s *Server) createWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
-	var req createWebhookEndpointRequest
+	var req domain.NewWebhookEndpoint
 	if !decodeRequest(w, r, &req, false) {
 		return
 	}
-	ep, err := s.svc.Webhooks.CreateEndpoint(r.Context(), p, domain.NewWebhookEndpoint{URL: req.URL, EnabledEvents: req.EnabledEvents, ProjectID: req.ProjectID})
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	v := ep.View()
-	v.Secret = ep.Secret
-	writeJSON(w, http.StatusCreated, v)
+	s.do(w, r, p, req)
 }
 
 func (s *Server) deleteWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -109,23 +86,11 @@ func (s *Server) getWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *d
 }
 
 func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
-	e, err := s.svc.Webhooks.SendTest(r.Context(), p, r.PathValue("webhook_endpoint_id"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, e.View())
+	s.do(w, r, p, domain.WebhookTestRequest{EndpointID: r.PathValue("webhook_endpoint_id")})
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
-	ep, err := s.svc.Webhooks.RotateSecret(r.Context(), p, r.PathValue("webhook_endpoint_id"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	v := ep.View()
-	v.Secret = ep.Secret
-	writeJSON(w, http.StatusOK, v)
+	s.do(w, r, p, domain.RotateSecretRequest{EndpointID: r.PathValue("webhook_endpoint_id")})
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
@@ -143,12 +108,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, p
 }
 
 func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
-	d, err := s.svc.Webhooks.RetryDelivery(r.Context(), p, r.PathValue("webhook_endpoint_id"), r.PathValue("delivery_id"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, d.View())
+	s.do(w, r, p, domain.RetryDeliveryRequest{EndpointID: r.PathValue("webhook_endpoint_id"), DeliveryID: r.PathValue("delivery_id")})
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *domain.Principal) {

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/rest/openapitest"
 )
 
 func countEndpoints(t *testing.T, b *bundle, key string) int {
@@ -223,4 +225,29 @@ func TestListsPaginate(t *testing.T) {
 		cursor = m["next_cursor"].(string)
 	}
 	require.Equal(t, []string{"https://example.com/4", "https://example.com/3", "https://example.com/2", "https://example.com/1", "https://example.com/0"}, seen)
+}
+
+// TestEveryPostTakesAnIdempotencyKey: every POST of the document, whatever its handler,
+// refuses a request without an Idempotency-Key (or with a malformed one) and answers
+// nothing else.
+func TestEveryPostTakesAnIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := strings.NewReplacer("{upload_id}", "upl_01ARZ3NDEKTSV4RRFFQ69G5FAV", "{file_id}", "file_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		"{job_id}", "job_01ARZ3NDEKTSV4RRFFQ69G5FAV", "{webhook_endpoint_id}", "we_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		"{delivery_id}", "dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+	posts := 0
+	for path, item := range openapitest.New(t).Doc().Paths.Map() {
+		if item.Post == nil || !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		posts++
+		for _, key := range []string{"", "tab\tin key"} {
+			r := b.do(req{method: "POST", path: ids.Replace(path), key: b.liveA, idem: key, body: map[string]any{}})
+			require.Equal(t, 400, r.status, "%s: %s", path, r.body)
+			e := r.json(t)["error"].(map[string]any)
+			require.Equal(t, "Idempotency-Key", e["param"], path)
+		}
+	}
+	require.GreaterOrEqual(t, posts, 13)
 }

@@ -18,7 +18,6 @@ const (
 	ctxRequestID ctxKey = iota
 	ctxPrincipal
 	ctxLogger
-	ctxIdempotency
 )
 
 func requestIDFrom(ctx context.Context) string {
@@ -126,18 +125,15 @@ func (s *Server) withTimeout(next http.Handler) http.Handler {
 
 // withAuth authenticates the bearer key, applies the rate limit (per key, or per client
 // address when no key is accepted) and sets the X-RateLimit-* headers on every answer.
+// A request that could not be authenticated because a dependency failed (the database
+// is down) is no failed authentication: it is answered (503 dependency_unavailable)
+// without counting against the address, so clients behind one address are not locked
+// out by an outage.
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
 		p, authErr := s.authenticate(r, ip)
-		var bucket string
-		var limit int
-		if authErr == nil {
-			bucket, limit = s.svc.Config.RateBucket(p, ip)
-		} else {
-			bucket, limit = s.svc.Config.RateBucket(nil, ip)
-		}
-		if !s.rateLimit(w, r, bucket, limit) {
+		if !s.rateLimit(w, r, s.svc.RateLimits.Charge(r.Context(), p, authErr, ip)) {
 			return
 		}
 		if authErr != nil {
@@ -154,7 +150,7 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal
 	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
 		return nil, err
 	}
-	secret, err := domain.BearerSecret(r.Header.Get("Authorization"))
+	secret, err := domain.AuthorizationSecret(r.Header.Values("Authorization"))
 	if err != nil {
 		return nil, err
 	}
@@ -165,29 +161,27 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal
 // carries the same headers as every other /v1 answer.
 func (s *Server) public(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if bucket, limit := s.svc.Config.RateBucket(nil, clientIP(r)); s.rateLimit(w, r, bucket, limit) {
+		if s.rateLimit(w, r, s.svc.RateLimits.Allow(r.Context(), nil, clientIP(r))) {
 			next.ServeHTTP(w, r)
 		}
 	})
 }
 
-// rateLimit sets the headers and answers 429 when the bucket is empty. When the limiter
-// itself fails, requests are let through (availability over strictness) and logged.
-func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, bucket string, limit int) bool {
-	d, err := s.limiter.Allow(r.Context(), bucket, limit)
-	if err != nil {
-		logger(r.Context()).Warn("rate limiter unavailable; letting the request through", "error", err.Error())
-		d = domain.RateDecision{Allowed: true, Limit: limit, Remaining: limit}
-	}
-	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
+// rateLimit sets the headers of a rate-limit decision and answers 429 when it refused.
+func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, d domain.RateDecision) bool {
+	setRateHeaders(w, d)
 	if !d.Allowed {
 		writeError(w, r, domain.RateLimited(d))
 		return false
 	}
 	return true
+}
+
+func setRateHeaders(w http.ResponseWriter, d domain.RateDecision) {
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
 }
 
 // clientIP is the peer address (domain.ClientAddr).

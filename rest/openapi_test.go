@@ -481,6 +481,9 @@ func (x exchange) build(t *testing.T) (*http.Request, *http.Response, []byte) {
 	if x.status == http.StatusTooManyRequests {
 		h.Set("Retry-After", "3")
 	}
+	if x.status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", "Bearer")
+	}
 	for k, v := range x.header {
 		if v == "" {
 			h.Del(k)
@@ -536,7 +539,7 @@ func TestOpenAPIValidatorAcceptsTheServersRepresentations(t *testing.T) {
 		"ValidationFailed":    {"POST", file + "/complete", 422, errorBody("validation_failed", "failed", func(e map[string]any) { e["details"] = map[string]any{"findings": object(t, fx.rejected)["findings"]} }), nil},
 		"CancelClaimed":       {"POST", "/v1/jobs/" + fx.jobID + "/cancel", 409, errorBody("conflict", "running", func(e map[string]any) { e["details"] = map[string]any{"state": "running"} }), nil},
 		"SessionConsumed":     {"POST", file + "/complete", 409, errorBody("upload_session_consumed", "completed", func(e map[string]any) { e["details"] = map[string]any{"state": "completed"} }), nil},
-		"IdempotencyConflict": {"POST", "/v1/jobs/" + fx.jobID + "/cancel", 409, errorBody("idempotency_conflict", "in progress", func(e map[string]any) { e["details"] = map[string]any{"in_progress": true} }), nil},
+		"IdempotencyConflict": {"POST", "/v1/jobs/" + fx.jobID + "/cancel", 409, errorBody("idempotency_conflict", "in progress", func(e map[string]any) { e["details"] = map[string]any{"in_progress": true} }), map[string]string{"Retry-After": "1"}},
 		"NotImplemented":      {"POST", "/v1/webhook-endpoints/" + fx.endpoint.ID + "/test", 501, errorBody("not_implemented", "later", nil), nil},
 		"Unavailable":         {"GET", "/v1/files", 503, errorBody("dependency_unavailable", "db down", nil), nil},
 	}
@@ -598,6 +601,7 @@ func TestOpenAPIValidatorRejectsWhatTheDocumentForbids(t *testing.T) {
 		"MissingRateLimitHeader":    {exchange{"GET", file, 200, fx.file, map[string]string{"X-RateLimit-Remaining": ""}}, "X-RateLimit-Remaining"},
 		"RateLimitHeaderNotNumeric": {exchange{"GET", file, 200, fx.file, map[string]string{"X-RateLimit-Reset": "soon"}}, "X-RateLimit-Reset"},
 		"RateLimitedNoRetryAfter":   {exchange{"GET", file, 429, errorBody("rate_limited", "slow", nil), map[string]string{"Retry-After": ""}}, "Retry-After"},
+		"UnauthorizedNoChallenge":   {exchange{"GET", file, 401, errorBody("invalid_api_key", "no", nil), map[string]string{"WWW-Authenticate": ""}}, "WWW-Authenticate"},
 		"WrongContentType":          {exchange{"GET", file, 200, fx.file, map[string]string{"Content-Type": "text/plain"}}, "Content-Type"},
 		"MissingBody":               {exchange{"GET", file, 200, nil, nil}, ""},
 		"NotJSON":                   {exchange{"GET", file, 200, []byte("<html>"), nil}, ""},

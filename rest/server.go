@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -32,18 +33,18 @@ func DefaultConfig() Config { return Config{RequestTimeout: 30 * time.Second} }
 type Server struct {
 	cfg     Config
 	svc     *domain.Services
-	limiter domain.RateLimiter
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
 }
 
-// NewServer builds the door. limiter is shared by every API process (Redis).
-func NewServer(cfg Config, svc *domain.Services, limiter domain.RateLimiter, log *slog.Logger) *Server {
+// NewServer builds the door over the services (whose RateLimits every API process
+// shares through Redis).
+func NewServer(cfg Config, svc *domain.Services, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, svc: svc, limiter: limiter, log: log, metrics: newMetrics(cfg.QueueDepth), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, svc: svc, log: log, metrics: newMetrics(cfg.QueueDepth), mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -108,9 +109,12 @@ func (s *Server) routes() {
 type apiHandler func(w http.ResponseWriter, r *http.Request, p *domain.Principal)
 
 // api registers an authenticated /v1 route. The scope is checked before the handler
-// runs; POST routes pass through the idempotency layer.
+// runs, and a POST must carry a well-formed Idempotency-Key; POST handlers hand their
+// request to the domain (do), which decides it again, in full, before its idempotency
+// claim.
 func (s *Server) api(pattern, scope string, h apiHandler) {
-	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	post := strings.HasPrefix(pattern, "POST ")
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
 		if scope != "" {
 			if err := p.RequireScope(scope); err != nil {
@@ -118,11 +122,14 @@ func (s *Server) api(pattern, scope string, h apiHandler) {
 				return
 			}
 		}
+		if post {
+			if err := domain.ValidIdempotencyKey(r.Header.Get("Idempotency-Key")); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
 		h(w, r, p)
 	})
-	if len(pattern) > 5 && pattern[:5] == "POST " {
-		handler = s.withIdempotency(handler)
-	}
 	s.mux.Handle(pattern, s.withMetrics(pattern, s.withTimeout(s.withAuth(handler))))
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/probe"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/rest/openapitest"
@@ -48,6 +49,8 @@ type bundle struct {
 	// Organization A with a live and a test key, organization B with a live key.
 	orgA, orgB         *domain.Bootstrap
 	liveA, testA, keyB string
+	// dbProxy stands between the services and PostgreSQL when setupOpts.proxyDB is set.
+	dbProxy *tcpProxy
 }
 
 type setupOpts struct {
@@ -73,22 +76,32 @@ type setupOpts struct {
 	// webhooks, when set, runs the outbox relay and webhook delivery in-process,
 	// trusting these certificates and loopback receivers.
 	webhooks *x509.CertPool
+	// log receives the services' log; nil is slog's default.
+	log *slog.Logger
+	// proxyDB puts a TCP proxy between the services and PostgreSQL (bundle.dbProxy),
+	// to take the database away.
+	proxyDB bool
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	store := dbtest.Open(t, dbtest.Postgres(t))
+	var o setupOpts
+	for _, x := range opts {
+		o = x
+	}
+	dbURL := dbtest.Postgres(t)
+	var proxy *tcpProxy
+	if o.proxyDB {
+		proxy, dbURL = proxied(t, dbURL)
+	}
+	store := dbtest.Open(t, dbURL)
 	ropt, err := redis.ParseURL(redistest.URL(t))
 	require.NoError(t, err)
 	rdb := redis.NewClient(ropt)
 	t.Cleanup(func() { rdb.Close() })
 
 	cfg := domain.DefaultConfig()
-	var o setupOpts
-	for _, x := range opts {
-		o = x
-	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -116,7 +129,8 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	maps.Copy(engines, o.engines)
 	prober := probe.New(probe.DefaultConfig())
 	deps := domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Scanner: o.scanner, Guard: o.guard}
+		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Scanner: o.scanner, Guard: o.guard,
+		Limiter: ratelimit.New(rdb), Log: o.log}
 	var bus *jobs.LocalBus
 	var hooks *jobs.WebhookQueue
 	if o.webhooks != nil {
@@ -129,7 +143,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		deps.Guard, deps.Bus, deps.Deliveries, deps.WebhookSender = guard, bus, hooks, sender
 	}
 	svc = domain.NewServices(cfg, deps)
-	api := rest.NewServer(rest.DefaultConfig(), svc, rest.NewRedisRateLimiter(rdb), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	api := rest.NewServer(rest.DefaultConfig(), svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	if o.worker || o.webhooks != nil {
@@ -154,7 +168,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		t.Cleanup(w.Shutdown)
 	}
 
-	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt,
+	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt, dbProxy: proxy,
 		client: openapitest.New(t).Client(http.DefaultTransport)}
 	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 100)
 	require.NoError(t, err)
@@ -190,6 +204,8 @@ type req struct {
 	method, path, key, idem string
 	body                    any
 	header                  map[string]string
+	// added are header values sent besides those (a header sent twice).
+	added http.Header
 }
 
 func (b *bundle) do(r req) response {
@@ -217,6 +233,11 @@ func (b *bundle) do(r req) response {
 	}
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
+	}
+	for k, vs := range r.added {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
 	}
 	resp, err := b.client.Do(hr)
 	require.NoError(b.t, err)

@@ -159,11 +159,17 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	return s, nil
 }
 
-// s3Err wraps a store error, turning the "no such thing" codes into domain.ErrNotFound.
+// s3Err wraps a store error, turning the "no such thing" codes into domain.ErrNotFound,
+// and a store that cannot be reached (the network, or a server answering 503 or 502)
+// into domain.ErrUnavailable.
 func s3Err(op, key string, err error) error {
-	switch minio.ToErrorResponse(err).Code {
+	resp := minio.ToErrorResponse(err)
+	switch resp.Code {
 	case "NoSuchKey", "NoSuchUpload", "NotFound":
 		return fmt.Errorf("%s %s: %w (%v)", op, key, domain.ErrNotFound, err)
+	}
+	if domain.IsUnreachable(err) || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway {
+		err = domain.MarkUnavailable("storage", err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
@@ -216,7 +222,7 @@ func (s *S3) AbortUpload(ctx context.Context, key, uploadID string) error {
 		if minio.ToErrorResponse(err).Code == "NoSuchUpload" {
 			return nil
 		}
-		return fmt.Errorf("abort upload %s: %w", uploadID, err)
+		return s3Err("abort upload", uploadID, err)
 	}
 	return nil
 }
@@ -290,7 +296,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		r = exact
 	}
 	if _, err := s.core.Client.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return s3Err("put", key, err)
 	}
 	if exact != nil && exact.longer() {
 		_ = s.Delete(ctx, key)
@@ -352,7 +358,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
 			return nil
 		}
-		return fmt.Errorf("delete %s: %w", key, err)
+		return s3Err("delete", key, err)
 	}
 	return nil
 }
@@ -361,7 +367,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 func (s *S3) Ping(ctx context.Context) error {
 	ok, err := s.core.BucketExists(ctx, s.bucket)
 	if err != nil {
-		return fmt.Errorf("s3 bucket %s: %w", s.bucket, err)
+		return s3Err("s3 bucket", s.bucket, err)
 	}
 	if !ok {
 		return fmt.Errorf("s3 bucket %s does not exist", s.bucket)
@@ -377,7 +383,7 @@ func (s *S3) CreateUpload(ctx context.Context, key string) (string, error) {
 	}
 	id, err := s.core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return "", fmt.Errorf("create upload %s: %w", key, err)
+		return "", s3Err("create upload", key, err)
 	}
 	return id, nil
 }

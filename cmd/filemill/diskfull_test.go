@@ -43,6 +43,7 @@ func TestDiskFull(t *testing.T) {
 	key := boot["api_key"]
 	srv := start(t, dir, env, "serve")
 	waitReady(t, base)
+	waitAvailable(t, base, key, "inspect")
 
 	// Fits the storage, not the work directory.
 	big := uploadText(t, base, key, strings.Repeat("no room for this at the worker\n", 2<<20/31))

@@ -35,7 +35,14 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		pc := pdfium.DefaultConfig()
 		pc.CompilationCacheDir = filepath.Join(cfg.DataDir, "cache", "pdfium")
 		var err error
-		if pool, err = pdfium.New(pc); err != nil {
+		if pool, err = startPDFium(pc); err != nil && pc.CompilationCacheDir != "" {
+			// A cache that cannot be written (a full disk) only costs start-up time.
+			log.Warn("PDFium compilation cache not usable; compiling in memory", "error", err.Error())
+			pc.CompilationCacheDir = ""
+			pool, err = startPDFium(pc)
+		}
+		if err != nil {
+			pool = nil
 			return nil, err
 		}
 		return pool, nil
@@ -152,12 +159,32 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		}
 		e, err := start()
 		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("engine %s: %w", name, err)
+			if cfg.Engines != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("engine %s: %w", name, err)
+			}
+			// An engine this machine cannot run leaves its operations unavailable; the
+			// others run.
+			log.Error("engine not started", "engine", name, "error", err.Error())
+			continue
 		}
 		out[name] = e
 	}
 	return out, closeAll, nil
+}
+
+// startPDFium starts a PDFium pool: compiled now (from the cache after the first
+// start), not in a first job or the first engine check.
+func startPDFium(c pdfium.Config) (*pdfium.Pool, error) {
+	p, err := pdfium.New(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // renderPageWith renders PDF pages for the engines that read them as images, on the

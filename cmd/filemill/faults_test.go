@@ -72,6 +72,7 @@ func runOutage(t *testing.T, stopped string, outage time.Duration) {
 	api := start(t, dir, env, "api")
 	workers := []*proc{start(t, dir, env, "worker"), start(t, dir, env, "worker")}
 	waitReady(t, base)
+	waitAvailable(t, base, key, "inspect")
 	file := uploadText(t, base, key, "steady load\n")
 
 	// The load: a job every loadEvery, each its own idempotent request, until stopped.

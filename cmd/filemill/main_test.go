@@ -296,3 +296,31 @@ func awaitStatus(t *testing.T, url, key string, status int, code string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// waitAvailable waits until a live worker runs the named operation's engines: a job is
+// admitted only then.
+func waitAvailable(t *testing.T, base, key, operation string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if operationAvailable(t, base, key, operation) {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no worker advertised %s", operation)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// operationAvailable reads the availability GET /v1/operations shows for an operation.
+func operationAvailable(t *testing.T, base, key, operation string) bool {
+	t.Helper()
+	status, ops := apiGet(t, base+"/v1/operations", key)
+	require.Equal(t, 200, status, "%v", ops)
+	for _, op := range ops["data"].([]any) {
+		if o := op.(map[string]any); o["name"] == operation && o["kind"] == "operation" {
+			return o["available"].(bool)
+		}
+	}
+	t.Fatalf("%s is not listed", operation)
+	return false
+}

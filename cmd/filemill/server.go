@@ -24,6 +24,7 @@ import (
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/logging"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
@@ -185,7 +186,8 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
 		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
 		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober, Scanner: scanner,
-		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender})
+		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender,
+		Limiter: ratelimit.New(a.redis), Log: a.log})
 	return a, nil
 }
 
@@ -284,15 +286,14 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	errc := make(chan error, 2)
 	var servers []*http.Server
 	if roles&roleAPI != 0 {
-		limiter := rest.NewRedisRateLimiter(a.redis)
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
 			ReadinessChecks: a.readinessChecks(roles),
 			QueueDepth:      queueDepthFunc(a),
-		}, a.svc, limiter, log)
+		}, a.svc, log)
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
-		gql := graph.NewServer(gcfg, a.svc, limiter, a.bus, log)
+		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
 		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))

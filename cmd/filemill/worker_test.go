@@ -159,17 +159,7 @@ func TestAvailabilityFollowsWorkers(t *testing.T) {
 	start(t, dir, env, "api")
 	waitReady(t, base)
 
-	inspectAvailable := func() bool {
-		status, ops := apiGet(t, base+"/v1/operations", key)
-		require.Equal(t, 200, status, "%v", ops)
-		for _, op := range ops["data"].([]any) {
-			if o := op.(map[string]any); o["name"] == "inspect" && o["kind"] == "operation" {
-				return o["available"].(bool)
-			}
-		}
-		t.Fatal("inspect is not listed")
-		return false
-	}
+	inspectAvailable := func() bool { return operationAvailable(t, base, key, "inspect") }
 	require.False(t, inspectAvailable(), "no worker runs it")
 
 	status, up := apiPost(t, base+"/v1/uploads", key, map[string]any{"filename": "a.txt", "byte_size": 5})

@@ -44,12 +44,6 @@ type CreateUploadInput struct {
 	Validation *ValidationInput `json:"validation,omitempty"`
 }
 
-// A session to PUT bytes into (upload), or with fromUrl the completed file (upload null).
-type CreateUploadPayload struct {
-	Upload *domain.UploadView `json:"upload,omitempty"`
-	File   *domain.FileView   `json:"file"`
-}
-
 type CreateWebhookEndpointInput struct {
 	// An https URL.
 	URL           string   `json:"url"`

@@ -648,24 +648,11 @@ func TestLibreOfficeColumnsAndFooters(t *testing.T) {
 	}
 }
 
-// The ai-ready preset as the catalog would declare it, with the convert and ocr
-// operations: an office document is converted first, an image recognised into a
-// searchable PDF, a PDF read as it is; chunk_size reaches the extraction.
+// The ai-ready preset as the catalog declares it, with the convert and ocr operations:
+// an office document is converted first, an image recognised into a searchable PDF, a
+// PDF read as it is; chunk_size reaches the extraction.
 func TestPresetWithConvertAndOCR(t *testing.T) {
-	reg := domain.NewRegistry()
-	for _, specs := range catalog.Operations() {
-		if err := reg.AddOperations(specs...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := reg.AddOperations(aiready.Specs()...); err != nil {
-		t.Fatal(err)
-	}
-	toPDF := []string{"doc", "docx", "odt", "rtf", "xls", "xlsx", "ods", "csv", "ppt", "pptx", "odp", "html", "md", "txt"}
-	err := reg.AddPreset(aiready.Preset(
-		domain.StepSpec{Name: "convert", Operation: "convert", Options: `{"format":"pdf"}`, When: toPDF, Intermediate: true},
-		domain.StepSpec{Name: "ocr", Operation: "ocr", Options: `{"outputs":["pdf"]}`, When: []string{"image/*"}, Intermediate: true},
-	))
+	reg, err := catalog.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

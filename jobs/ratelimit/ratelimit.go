@@ -1,4 +1,4 @@
-package rest
+package ratelimit
 
 import (
 	"context"
@@ -33,7 +33,8 @@ const rateLimitKeyTTL = 2 * time.Minute
 // string.format) because both Redis ("%.17g") and miniredis (integers printed whole)
 // then write all sixteen digits of a microsecond timestamp.
 //
-// KEYS[1] bucket; ARGV[1] perMinute; ARGV[2] key expiry in milliseconds.
+// KEYS[1] bucket; ARGV[1] perMinute; ARGV[2] key expiry in milliseconds; ARGV[3] cost,
+// 1, or 0 to report the bucket without taking from it.
 // Returns {allowed 0|1, whole tokens left, µs until full, µs until one token}.
 var tokenBucketScript = redis.NewScript(`
 local capacity = tonumber(ARGV[1])
@@ -43,6 +44,9 @@ local window = 60000000
 local interval = window / capacity
 local full_at = tonumber(redis.call('GET', KEYS[1]) or now)
 if full_at < now then full_at = now end
+if tonumber(ARGV[3]) == 0 then
+  return {1, math.floor((window - (full_at - now)) / interval + 1e-9), math.ceil(full_at - now), 0}
+end
 local wait = full_at + interval - window - now
 local allowed = 0
 if wait <= 0 then
@@ -55,30 +59,37 @@ local remaining = math.floor((window - (full_at - now)) / interval + 1e-9)
 return {allowed, remaining, math.ceil(full_at - now), math.ceil(wait)}
 `)
 
-// RedisRateLimiter is a token bucket per key, kept in Redis so every API process
-// shares it. It implements domain.RateLimiter.
-type RedisRateLimiter struct {
+// Limiter is a token bucket per key, kept in Redis so every API process shares it. It
+// implements domain.RateLimiter.
+type Limiter struct {
 	client redis.UniversalClient
 }
 
-var _ domain.RateLimiter = (*RedisRateLimiter)(nil)
+var _ domain.RateLimiter = (*Limiter)(nil)
 
-// NewRedisRateLimiter returns a limiter over client.
-func NewRedisRateLimiter(client redis.UniversalClient) *RedisRateLimiter {
-	return &RedisRateLimiter{client: client}
+// New returns a limiter over client.
+func New(client redis.UniversalClient) *Limiter {
+	return &Limiter{client: client}
 }
 
-// Allow takes one request from key's bucket of perMinute requests. Remaining is the
-// whole requests left, Reset the time until the bucket is full (whole seconds, rounded
-// up), RetryAfter the time until the next request is allowed (whole seconds, at least
-// one) when refused. One round trip to Redis (EVALSHA; EVAL once after a restart).
-func (l *RedisRateLimiter) Allow(ctx context.Context, key string, perMinute int) (domain.RateDecision, error) {
+// Allow takes cost requests (1, or 0 to look) from key's bucket of perMinute requests.
+// Remaining is the whole requests left, Reset the time until the bucket is full (whole
+// seconds, rounded up), RetryAfter the time until the next request is allowed (whole
+// seconds, at least one) when refused. One round trip to Redis (EVALSHA; EVAL once after
+// a restart). A Redis that cannot be reached is domain.ErrUnavailable.
+func (l *Limiter) Allow(ctx context.Context, key string, perMinute, cost int) (domain.RateDecision, error) {
 	if perMinute < 1 {
 		return domain.RateDecision{}, fmt.Errorf("rate limit %q: %d per minute; must be at least 1", key, perMinute)
 	}
+	if cost != 0 && cost != 1 {
+		return domain.RateDecision{}, fmt.Errorf("rate limit %q: cost %d; must be 0 or 1", key, cost)
+	}
 	res, err := tokenBucketScript.Run(ctx, l.client, []string{rateLimitKeyPrefix + key},
-		perMinute, rateLimitKeyTTL.Milliseconds()).Int64Slice()
+		perMinute, rateLimitKeyTTL.Milliseconds(), cost).Int64Slice()
 	if err != nil {
+		if domain.IsUnreachable(err) {
+			err = domain.MarkUnavailable("redis", err)
+		}
 		return domain.RateDecision{}, fmt.Errorf("rate limit %q: %w", key, err)
 	}
 	if len(res) != 4 {

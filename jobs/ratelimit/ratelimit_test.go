@@ -1,7 +1,8 @@
-package rest
+package ratelimit
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -54,10 +56,10 @@ func TestRedisRateLimiter(t *testing.T) {
 
 			t.Run("BurstThenRefuse", func(t *testing.T) {
 				b := open(t)
-				l := NewRedisRateLimiter(b.client)
+				l := New(b.client)
 				start := time.Now()
 				for i := 1; i <= 600; i++ {
-					d, err := l.Allow(ctx, "burst", 600)
+					d, err := l.Allow(ctx, "burst", 600, 1)
 					require.NoError(t, err)
 					require.True(t, d.Allowed, "request %d of the burst", i)
 					require.Equal(t, 600, d.Limit)
@@ -81,7 +83,7 @@ func TestRedisRateLimiter(t *testing.T) {
 				}
 				refused := false
 				for i := 0; i <= slack && !refused; i++ {
-					d, err := l.Allow(ctx, "burst", 600)
+					d, err := l.Allow(ctx, "burst", 600, 1)
 					require.NoError(t, err)
 					if !d.Allowed {
 						refused = true
@@ -95,20 +97,20 @@ func TestRedisRateLimiter(t *testing.T) {
 
 			t.Run("RefillsAtPerMinuteOverSixty", func(t *testing.T) {
 				b := open(t)
-				l := NewRedisRateLimiter(b.client)
+				l := New(b.client)
 				for range 600 {
-					_, err := l.Allow(ctx, "refill", 600)
+					_, err := l.Allow(ctx, "refill", 600, 1)
 					require.NoError(t, err)
 				}
 				for {
-					d, err := l.Allow(ctx, "refill", 600)
+					d, err := l.Allow(ctx, "refill", 600, 1)
 					require.NoError(t, err)
 					if !d.Allowed {
 						break
 					}
 				}
 				b.advance(150 * time.Millisecond) // one token at 10 per second
-				d, err := l.Allow(ctx, "refill", 600)
+				d, err := l.Allow(ctx, "refill", 600, 1)
 				require.NoError(t, err)
 				require.True(t, d.Allowed)
 				// On real Redis the refused request may have found almost a token, and
@@ -116,13 +118,13 @@ func TestRedisRateLimiter(t *testing.T) {
 				require.LessOrEqual(t, d.Remaining, 2)
 				if b.exact {
 					require.Equal(t, 0, d.Remaining)
-					d, err = l.Allow(ctx, "refill", 600)
+					d, err = l.Allow(ctx, "refill", 600, 1)
 					require.NoError(t, err)
 					require.False(t, d.Allowed, "the half token left is not a request")
 					require.Equal(t, time.Second, d.RetryAfter)
 
 					b.advance(time.Minute)
-					d, err = l.Allow(ctx, "refill", 600)
+					d, err = l.Allow(ctx, "refill", 600, 1)
 					require.NoError(t, err)
 					require.True(t, d.Allowed)
 					require.Equal(t, 599, d.Remaining, "full again after a minute, never more")
@@ -131,20 +133,20 @@ func TestRedisRateLimiter(t *testing.T) {
 
 			t.Run("HeaderMathWithUnevenInterval", func(t *testing.T) {
 				b := open(t)
-				l := NewRedisRateLimiter(b.client)
+				l := New(b.client)
 				// 7 per minute: a token every 8.571 s, long enough for real Redis too.
-				d, err := l.Allow(ctx, "uneven", 7)
+				d, err := l.Allow(ctx, "uneven", 7, 1)
 				require.NoError(t, err)
 				require.Equal(t, 6, d.Remaining)
 				require.Equal(t, 9*time.Second, d.Reset)
 				for range 6 {
-					d, err = l.Allow(ctx, "uneven", 7)
+					d, err = l.Allow(ctx, "uneven", 7, 1)
 					require.NoError(t, err)
 					require.True(t, d.Allowed)
 				}
 				require.Equal(t, 0, d.Remaining)
 				require.Equal(t, 60*time.Second, d.Reset)
-				d, err = l.Allow(ctx, "uneven", 7)
+				d, err = l.Allow(ctx, "uneven", 7, 1)
 				require.NoError(t, err)
 				require.False(t, d.Allowed)
 				require.Equal(t, 9*time.Second, d.RetryAfter)
@@ -153,7 +155,7 @@ func TestRedisRateLimiter(t *testing.T) {
 				}
 
 				b.advance(8 * time.Second)
-				d, err = l.Allow(ctx, "uneven", 7)
+				d, err = l.Allow(ctx, "uneven", 7, 1)
 				require.NoError(t, err)
 				require.False(t, d.Allowed)
 				require.Equal(t, time.Second, d.RetryAfter, "0.571 s left, rounded up")
@@ -162,18 +164,18 @@ func TestRedisRateLimiter(t *testing.T) {
 
 			t.Run("SeparateKeysAreIndependent", func(t *testing.T) {
 				b := open(t)
-				l := NewRedisRateLimiter(b.client)
+				l := New(b.client)
 				for range 3 {
-					d, err := l.Allow(ctx, "key_a", 3)
+					d, err := l.Allow(ctx, "key_a", 3, 1)
 					require.NoError(t, err)
 					require.True(t, d.Allowed)
 				}
-				d, err := l.Allow(ctx, "key_a", 3)
+				d, err := l.Allow(ctx, "key_a", 3, 1)
 				require.NoError(t, err)
 				require.False(t, d.Allowed)
 				require.GreaterOrEqual(t, d.RetryAfter, time.Second)
 
-				d, err = l.Allow(ctx, "key_b", 3)
+				d, err = l.Allow(ctx, "key_b", 3, 1)
 				require.NoError(t, err)
 				require.True(t, d.Allowed)
 				require.Equal(t, 2, d.Remaining)
@@ -181,8 +183,8 @@ func TestRedisRateLimiter(t *testing.T) {
 
 			t.Run("BucketKeyExpires", func(t *testing.T) {
 				b := open(t)
-				l := NewRedisRateLimiter(b.client)
-				_, err := l.Allow(ctx, "ip:192.0.2.1", 600)
+				l := New(b.client)
+				_, err := l.Allow(ctx, "ip:192.0.2.1", 600, 1)
 				require.NoError(t, err)
 				ttl, err := b.client.PTTL(ctx, "fm:rl:ip:192.0.2.1").Result()
 				require.NoError(t, err)
@@ -195,13 +197,13 @@ func TestRedisRateLimiter(t *testing.T) {
 				var calls atomic.Int64
 				var names []string
 				b.client.AddHook(countingHook{calls: &calls, names: &names})
-				l := NewRedisRateLimiter(b.client)
-				_, err := l.Allow(ctx, "trips", 600) // loads the script once (NOSCRIPT, then EVAL)
+				l := New(b.client)
+				_, err := l.Allow(ctx, "trips", 600, 1) // loads the script once (NOSCRIPT, then EVAL)
 				require.NoError(t, err)
 				calls.Store(0)
 				names = nil
 				for range 10 {
-					_, err := l.Allow(ctx, "trips", 600)
+					_, err := l.Allow(ctx, "trips", 600, 1)
 					require.NoError(t, err)
 				}
 				require.EqualValues(t, 10, calls.Load())
@@ -210,9 +212,30 @@ func TestRedisRateLimiter(t *testing.T) {
 				}
 			})
 
+			t.Run("PeekTakesNothing", func(t *testing.T) {
+				b := open(t)
+				l := New(b.client)
+				d, err := l.Allow(ctx, "peek", 5, 0)
+				require.NoError(t, err)
+				require.Equal(t, 5, d.Remaining, "an unused bucket is full")
+				for range 2 {
+					_, err := l.Allow(ctx, "peek", 5, 1)
+					require.NoError(t, err)
+				}
+				for range 3 {
+					d, err = l.Allow(ctx, "peek", 5, 0)
+					require.NoError(t, err)
+					require.LessOrEqual(t, d.Remaining, 3)
+					require.GreaterOrEqual(t, d.Remaining, 2, "looking took nothing")
+				}
+				if b.exact {
+					require.Equal(t, 3, d.Remaining)
+				}
+			})
+
 			t.Run("RejectsLimitBelowOne", func(t *testing.T) {
 				b := open(t)
-				_, err := NewRedisRateLimiter(b.client).Allow(ctx, "zero", 0)
+				_, err := New(b.client).Allow(ctx, "zero", 0, 1)
 				require.ErrorContains(t, err, "at least 1")
 			})
 		})
@@ -240,4 +263,19 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		h.calls.Add(1)
 		return next(ctx, cmds)
 	}
+}
+
+// TestRedisDown: a Redis that cannot be reached is a failure of the limiter marked
+// domain.ErrUnavailable (what domain.RateLimits lets requests through on), not a refusal.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { c.Close() })
+	_, err = New(c).Allow(context.Background(), "down", 600, 1)
+	require.Error(t, err)
+	require.ErrorIs(t, err, domain.ErrUnavailable)
 }

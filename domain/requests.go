@@ -1,0 +1,365 @@
+package domain
+
+import "context"
+
+// The mutating requests of the contract other than jobs and batches (joblife.go,
+// batches.go), as both doors hand them to Services.Do. Each decides who may make it
+// before its claim, and checks the rest of its input in its effect.
+
+// UploadRequest is the body of POST /v1/uploads. Absent numbers are nil: a field given
+// as 0 is refused, one not given is not.
+type UploadRequest struct {
+	Filename   string             `json:"filename"`
+	ByteSize   *int64             `json:"byte_size"`
+	FromURL    string             `json:"from_url"`
+	MIMEType   string             `json:"mime_type"`
+	Multipart  bool               `json:"multipart"`
+	ProjectID  string             `json:"project_id"`
+	Validation *ValidationRequest `json:"validation"`
+}
+
+// ValidationRequest is the validation policy of an UploadRequest.
+type ValidationRequest struct {
+	Formats  []string `json:"formats"`
+	MaxBytes *int64   `json:"max_bytes"`
+	MinBytes *int64   `json:"min_bytes"`
+	Scan     bool     `json:"scan"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (UploadRequest) Action() string { return "uploads.create" }
+
+func (r UploadRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := p.RequireScope(ScopeFilesWrite); err != nil {
+		return nil, err
+	}
+	if r.ProjectID != "" && !ValidID(PrefixProject, r.ProjectID) {
+		return nil, InvalidParam("project_id", "project_id must be a prj_ id")
+	}
+	if _, err := p.ResolveProject(ctx, s.Store, r.ProjectID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		nu, err := r.newUpload()
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.Uploads.CreateUpload(ctx, p, nu)
+		if err != nil {
+			return nil, err
+		}
+		if r.FromURL != "" {
+			return NewAnswer(ResultOK, t.File.View())
+		}
+		return NewAnswer(ResultCreated, t.View())
+	}, nil
+}
+
+// newUpload is the upload the request asks for, once the numbers it gives are at least
+// 1. Codes: invalid_request.
+func (r UploadRequest) newUpload() (NewUpload, error) {
+	nu := NewUpload{Filename: r.Filename, FromURL: r.FromURL, MIMEType: r.MIMEType, Multipart: r.Multipart, ProjectID: r.ProjectID}
+	if r.ByteSize != nil {
+		if *r.ByteSize < 1 {
+			return nu, InvalidParam("byte_size", "byte_size must be at least 1")
+		}
+		nu.ByteSize = *r.ByteSize
+	}
+	if v := r.Validation; v != nil {
+		if v.Formats != nil && len(v.Formats) == 0 {
+			return nu, InvalidParam("validation.formats", "validation.formats takes 1 to 32 items")
+		}
+		nu.Validation = &Validation{Formats: v.Formats, Scan: v.Scan}
+		for _, b := range []struct {
+			name string
+			v    *int64
+			dst  *int64
+		}{{"validation.max_bytes", v.MaxBytes, &nu.Validation.MaxBytes}, {"validation.min_bytes", v.MinBytes, &nu.Validation.MinBytes}} {
+			if b.v != nil {
+				if *b.v < 1 {
+					return nu, InvalidParam(b.name, "%s must be at least 1", b.name)
+				}
+				*b.dst = *b.v
+			}
+		}
+	}
+	return nu, nil
+}
+
+// CompleteFileRequest is POST /v1/files/{file_id}/complete.
+type CompleteFileRequest struct {
+	FileID string `json:"file_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (CompleteFileRequest) Action() string { return "files.complete" }
+
+func (r CompleteFileRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := p.RequireScope(ScopeFilesWrite); err != nil {
+		return nil, err
+	}
+	if _, err := s.Files.findFile(ctx, p, r.FileID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		f, err := s.Files.CompleteFile(ctx, p, r.FileID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultOK, f.View())
+	}, nil
+}
+
+// DownloadURLRequest is POST /v1/files/{file_id}/download-url. ExpiresIn is nil when
+// not given (the default lifetime); 0 is out of range.
+type DownloadURLRequest struct {
+	FileID     string `json:"file_id"`
+	ArtifactID string `json:"artifact_id"`
+	ExpiresIn  *int   `json:"expires_in"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (DownloadURLRequest) Action() string { return "files.download_url" }
+
+func (r DownloadURLRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := p.RequireScope(ScopeFilesRead); err != nil {
+		return nil, err
+	}
+	if _, err := s.Files.findFile(ctx, p, r.FileID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		expires := 0 // the default
+		if r.ExpiresIn != nil {
+			if *r.ExpiresIn == 0 {
+				return nil, InvalidParam("expires_in", "expires_in must be between %d and %d seconds", MinDownloadTTL, MaxDownloadTTL)
+			}
+			expires = *r.ExpiresIn
+		}
+		d, err := s.Files.MintDownloadURL(ctx, p, r.FileID, r.ArtifactID, expires)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultCreated, d.View())
+	}, nil
+}
+
+// authorizeUpload decides a request on an upload session: scope files:write, and the
+// key may see the session. Codes: insufficient_scope, not_found, environment_mismatch,
+// key_restricted.
+func authorizeUpload(ctx context.Context, s *Services, p *Principal, id string) error {
+	if err := p.RequireScope(ScopeFilesWrite); err != nil {
+		return err
+	}
+	_, _, err := s.Uploads.findUpload(ctx, p, id)
+	return err
+}
+
+// RemintPartsRequest is POST /v1/uploads/{upload_id}/parts.
+type RemintPartsRequest struct {
+	UploadID string `json:"upload_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (RemintPartsRequest) Action() string { return "uploads.remint_parts" }
+
+func (r RemintPartsRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeUpload(ctx, s, p, r.UploadID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		t, err := s.Uploads.RemintParts(ctx, p, r.UploadID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultOK, t.View())
+	}, nil
+}
+
+// CompletePartsRequest is POST /v1/uploads/{upload_id}/complete-parts.
+type CompletePartsRequest struct {
+	UploadID string        `json:"upload_id"`
+	Parts    []PartRequest `json:"parts"`
+}
+
+// PartRequest is one part of a CompletePartsRequest; absent fields are nil.
+type PartRequest struct {
+	PartNumber *int    `json:"part_number"`
+	ETag       *string `json:"etag"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (CompletePartsRequest) Action() string { return "uploads.complete_parts" }
+
+func (r CompletePartsRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeUpload(ctx, s, p, r.UploadID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		if len(r.Parts) == 0 {
+			return nil, InvalidParam("parts", "parts must list at least one part")
+		}
+		parts := make([]PartETag, 0, len(r.Parts))
+		for _, pt := range r.Parts {
+			if pt.PartNumber == nil || *pt.PartNumber < 1 {
+				return nil, InvalidParam("parts.part_number", "every part needs a part_number of at least 1")
+			}
+			if pt.ETag == nil || *pt.ETag == "" {
+				return nil, InvalidParam("parts.etag", "every part needs the etag its PUT answered")
+			}
+			parts = append(parts, PartETag{PartNumber: *pt.PartNumber, ETag: *pt.ETag})
+		}
+		f, err := s.Uploads.CompleteParts(ctx, p, r.UploadID, parts)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultOK, f.View())
+	}, nil
+}
+
+// AbortUploadRequest is POST /v1/uploads/{upload_id}/abort.
+type AbortUploadRequest struct {
+	UploadID string `json:"upload_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (AbortUploadRequest) Action() string { return "uploads.abort" }
+
+func (r AbortUploadRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeUpload(ctx, s, p, r.UploadID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		if err := s.Uploads.AbortUpload(ctx, p, r.UploadID); err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultEmpty, nil)
+	}, nil
+}
+
+// CancelJobRequest is POST /v1/jobs/{job_id}/cancel.
+type CancelJobRequest struct {
+	JobID string `json:"job_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (CancelJobRequest) Action() string { return "jobs.cancel" }
+
+func (r CancelJobRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := p.RequireScope(ScopeJobsWrite); err != nil {
+		return nil, err
+	}
+	if _, err := s.Jobs.FindJob(ctx, p, r.JobID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		j, err := s.Jobs.CancelJob(ctx, p, r.JobID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultOK, j.View())
+	}, nil
+}
+
+// Action scopes the request's Idempotency-Key.
+func (NewWebhookEndpoint) Action() string { return "webhook_endpoints.create" }
+
+func (r NewWebhookEndpoint) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
+		return nil, err
+	}
+	if _, err := p.ResolveProject(ctx, s.Store, r.ProjectID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		ep, err := s.Webhooks.CreateEndpoint(ctx, p, r)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultCreated, ep.SecretView())
+	}, nil
+}
+
+// SecretView is the endpoint with its secret, as the answers to its creation and to a
+// rotation of its secret show it: the only times the secret is shown.
+func (e *WebhookEndpoint) SecretView() WebhookEndpointView {
+	v := e.View()
+	v.Secret = e.Secret
+	return v
+}
+
+// authorizeEndpoint decides a request that changes a webhook endpoint: scope
+// webhooks:write, and the key may see the endpoint. Codes: insufficient_scope,
+// not_found, environment_mismatch, key_restricted.
+func authorizeEndpoint(ctx context.Context, s *Services, p *Principal, id string) error {
+	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
+		return err
+	}
+	_, err := s.Webhooks.FindEndpoint(ctx, p, id)
+	return err
+}
+
+// WebhookTestRequest is POST /v1/webhook-endpoints/{webhook_endpoint_id}/test.
+type WebhookTestRequest struct {
+	EndpointID string `json:"webhook_endpoint_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (WebhookTestRequest) Action() string { return "webhook_endpoints.test" }
+
+func (r WebhookTestRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		e, err := s.Webhooks.SendTest(ctx, p, r.EndpointID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultAccepted, e.View())
+	}, nil
+}
+
+// RotateSecretRequest is POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret.
+type RotateSecretRequest struct {
+	EndpointID string `json:"webhook_endpoint_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (RotateSecretRequest) Action() string { return "webhook_endpoints.rotate_secret" }
+
+func (r RotateSecretRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		ep, err := s.Webhooks.RotateSecret(ctx, p, r.EndpointID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultOK, ep.SecretView())
+	}, nil
+}
+
+// RetryDeliveryRequest is POST
+// /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry.
+type RetryDeliveryRequest struct {
+	EndpointID string `json:"webhook_endpoint_id"`
+	DeliveryID string `json:"delivery_id"`
+}
+
+// Action scopes the request's Idempotency-Key.
+func (RetryDeliveryRequest) Action() string { return "webhook_endpoints.retry_delivery" }
+
+func (r RetryDeliveryRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ *claim) (*Answer, error) {
+		d, err := s.Webhooks.RetryDelivery(ctx, p, r.EndpointID, r.DeliveryID)
+		if err != nil {
+			return nil, err
+		}
+		return NewAnswer(ResultAccepted, d.View())
+	}, nil
+}

@@ -1,0 +1,69 @@
+package rest_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// TestDatabaseUnreachable: while PostgreSQL cannot be reached, a request with a valid
+// key is answered 503 dependency_unavailable with Retry-After — never 429 or 500 — and
+// is not counted as a failed authentication against the client address; once the
+// database is back, requests are served again.
+func TestDatabaseUnreachable(t *testing.T) {
+	t.Parallel()
+	const addressLimit = 5
+	b := setup(t, setupOpts{proxyDB: true, cfg: func(c *domain.Config) {
+		c.DefaultRateLimit = addressLimit // the address's bucket: a few counted failures would empty it
+		c.AuthCacheTTL = time.Hour        // a key seen before the outage is still known
+	}})
+	generous := func(k *domain.NewKey) { k.RateLimit = 1000 }
+	known, unknown := b.newKey(generous), b.newKey(generous)
+	file := b.readyFile(known, "a.pdf", []byte(minimalPDF))
+	require.Equal(t, 200, b.do(req{method: "GET", path: "/v1/jobs", key: known}).status)
+
+	b.dbProxy.cut()
+	requireUnavailable := func(r response) {
+		t.Helper()
+		require.Equal(t, 503, r.status, string(r.body))
+		require.Equal(t, domain.CodeDependencyUnavailable, r.errorCode(t))
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		require.NoError(t, err)
+		require.Positive(t, retry)
+		require.NotContains(t, string(r.body), "127.0.0.1", "no address of ours in the answer")
+	}
+	t.Run("KeyNotYetKnown", func(t *testing.T) {
+		// Its authentication needs the database: many times the address's limit.
+		for range 3 * addressLimit {
+			requireUnavailable(b.do(req{method: "GET", path: "/v1/jobs", key: unknown}))
+		}
+	})
+	t.Run("KeyKnown", func(t *testing.T) {
+		requireUnavailable(b.do(req{method: "GET", path: "/v1/jobs", key: known}))
+		requireUnavailable(b.do(req{method: "GET", path: "/v1/files/" + file, key: known}))
+		requireUnavailable(b.do(req{method: "POST", path: "/v1/jobs", key: known, idem: "outage-1",
+			body: map[string]any{"file_id": file, "operation": "inspect"}}))
+		requireUnavailable(b.do(req{method: "POST", path: "/v1/webhook-endpoints", key: known, idem: "outage-2",
+			body: webhookBody("https://example.com/outage")}))
+	})
+
+	b.dbProxy.restore()
+	require.Eventually(t, func() bool {
+		return b.do(req{method: "GET", path: "/v1/jobs", key: unknown}).status == 200
+	}, 30*time.Second, 20*time.Millisecond, "served again once the database is back")
+	t.Run("NothingWasCountedAgainstTheAddress", func(t *testing.T) {
+		r := b.do(req{method: "GET", path: "/v1/jobs"}) // no key: the address's bucket
+		require.Equal(t, 401, r.status)
+		require.Equal(t, strconv.Itoa(addressLimit-1), r.header.Get("X-RateLimit-Remaining"))
+	})
+	t.Run("TheRequestsOfTheOutageRanNothing", func(t *testing.T) {
+		r := b.do(req{method: "POST", path: "/v1/jobs", key: known, idem: "outage-1",
+			body: map[string]any{"file_id": file, "operation": "inspect"}})
+		require.Equal(t, 202, r.status, string(r.body))
+		require.Empty(t, r.header.Get("Idempotent-Replayed"), "the key was never taken")
+	})
+}
