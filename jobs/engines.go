@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
@@ -25,11 +26,20 @@ const (
 	engineWorkerPrefix = "fm:engine-worker:" // hash per worker: family -> version
 )
 
-// Heartbeat timing: a worker renews every heartbeatEvery; it is taken for dead after
-// heartbeatTTL without renewal.
+// Heartbeat timing: a worker renews its announcement every heartbeatEvery; it is
+// taken for dead after heartbeatTTL without renewal. After Redis comes back empty, the
+// announcements are back within heartbeatEvery.
 const (
-	heartbeatEvery = 5 * time.Second
-	heartbeatTTL   = 15 * time.Second
+	heartbeatEvery = 2 * time.Second
+	heartbeatTTL   = 6 * time.Second
+)
+
+// Engine checks: each engine is checked when the worker starts and every checkEvery
+// after, apart from the heartbeat (a check may start a tool, or convert a document),
+// each bounded by checkTimeout.
+const (
+	checkEvery   = 30 * time.Second
+	checkTimeout = 2 * time.Minute
 )
 
 // CheckedEngine is what an engine tells beyond running: its version, and whether what
@@ -40,38 +50,62 @@ type CheckedEngine interface {
 }
 
 // AdvertiseEngines makes the server announce the engine families it runs, every
-// heartbeatEvery from Start until Shutdown. A family whose engine fails its Check is
-// left out of the announcement (and logged) until it passes again, so its operations
+// heartbeatEvery from Start until Shutdown. An engine is announced once its first check
+// passed, and left out (and logged) while its latest check fails, so its operations
 // show as unavailable instead of failing.
 func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), domain.NewID(""))
 	key := engineWorkerPrefix + id
 	var mu sync.Mutex
+	passing := map[string]string{} // family -> version, for the engines whose check passed
 	failing := map[string]bool{}
-	s.Locally(heartbeatEvery, func(ctx context.Context) {
-		fields := map[string]any{}
+	for name, e := range engines {
+		if _, ok := e.(CheckedEngine); !ok {
+			passing[name] = ""
+		}
+	}
+	s.Locally(checkEvery, func(ctx context.Context) {
+		var wg sync.WaitGroup
 		for name, e := range engines {
-			version := ""
-			if ce, ok := e.(CheckedEngine); ok {
-				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			ce, ok := e.(CheckedEngine)
+			if !ok {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 				err := ce.Check(cctx)
 				cancel()
+				if ctx.Err() != nil {
+					return
+				}
 				mu.Lock()
-				if err != nil && !failing[name] {
+				defer mu.Unlock()
+				switch {
+				case err != nil && !failing[name]:
 					s.log.Warn("engine unavailable", "engine", name, "error", err.Error())
-				} else if err == nil && failing[name] {
+				case err == nil && failing[name]:
 					s.log.Info("engine available again", "engine", name)
 				}
 				failing[name] = err != nil
-				mu.Unlock()
 				if err != nil {
-					continue
+					delete(passing, name)
+				} else {
+					passing[name] = ce.Version()
 				}
-				version = ce.Version()
-			}
+			}()
+		}
+		wg.Wait()
+	})
+	s.Locally(heartbeatEvery, func(ctx context.Context) {
+		mu.Lock()
+		fields := make(map[string]any, len(passing))
+		for name, version := range passing {
 			fields[name] = version
 		}
+		mu.Unlock()
 		pipe := s.rdb.TxPipeline()
 		pipe.Del(ctx, key)
 		if len(fields) > 0 {
@@ -82,7 +116,7 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
 			pipe.SRem(ctx, engineWorkersKey, id)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("engine heartbeat not written", "error", err.Error())
+			s.repeated.Log(ctx, slog.LevelWarn, "engine-heartbeat", "engine heartbeat not written", "error", err.Error())
 		}
 	})
 	s.onShutdown(func() {
