@@ -31,6 +31,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	bash .ci/openapi-lint
+	@# The GraphQL code generated from graph/*.graphqls must be the committed one.
+	$(GO) run github.com/99designs/gqlgen generate
+	@out=$$(git status --porcelain -- graph/ gqlgen.yml); if [ -n "$$out" ]; then \
+		echo "graph/: the generated code is not current; run 'go run github.com/99designs/gqlgen generate' and commit:"; \
+		echo "$$out"; git diff --stat -- graph/; exit 1; fi
 
 clean:
 	rm -rf bin

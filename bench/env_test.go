@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
@@ -47,6 +49,8 @@ type stackOpts struct {
 	cfg      func(*domain.Config)
 	// hooks, when set, gives the event bus and webhook delivery ports the services use.
 	hooks func(s *stack) domain.Deps
+	// gcfg adjusts the GraphQL door's settings.
+	gcfg func(*graph.ServerConfig)
 }
 
 // newStack starts the API over PostgreSQL + Redis (production parts) or over SQLite +
@@ -125,7 +129,16 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		tb.Fatal(err)
 	}
 	api := rest.NewServer(rest.DefaultConfig(), s.svc, discardLogger())
-	s.srv = httptest.NewServer(api.Handler())
+	// Both doors on one listener, as the api process serves them.
+	gcfg := graph.DefaultServerConfig()
+	if o.gcfg != nil {
+		o.gcfg(&gcfg)
+	}
+	gql := graph.NewServer(gcfg, s.svc, deps.Bus, discardLogger())
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", gql.Handler())
+	mux.Handle("/", api.Handler())
+	s.srv = httptest.NewServer(mux)
 	tb.Cleanup(s.srv.Close)
 	return s
 }

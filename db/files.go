@@ -124,3 +124,33 @@ func (s *Store) FindArtifactsByJob(ctx context.Context, jobID string) ([]*domain
 		return q.Where("job_id = ?", jobID).Order("id")
 	})
 }
+
+// FindFilesByIDs returns the files among ids, whatever their status.
+func (s *Store) FindFilesByIDs(ctx context.Context, ids []string) ([]*domain.File, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return findAll[domain.File](ctx, s.r(), "files by id", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("id IN (?)", bun.In(ids))
+	})
+}
+
+// FindArtifactsByFiles returns the artifacts of these files in creation order.
+func (s *Store) FindArtifactsByFiles(ctx context.Context, fileIDs []string) ([]*domain.Artifact, error) {
+	if len(fileIDs) == 0 {
+		return nil, nil
+	}
+	return findAll[domain.Artifact](ctx, s.r(), "artifacts of files", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("file_id IN (?)", bun.In(fileIDs)).Order("id")
+	})
+}
+
+// FindArtifactsByJobs returns the artifacts of these jobs in creation order.
+func (s *Store) FindArtifactsByJobs(ctx context.Context, jobIDs []string) ([]*domain.Artifact, error) {
+	if len(jobIDs) == 0 {
+		return nil, nil
+	}
+	return findAll[domain.Artifact](ctx, s.r(), "artifacts of jobs", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("job_id IN (?)", bun.In(jobIDs)).Order("id")
+	})
+}

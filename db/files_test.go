@@ -277,3 +277,44 @@ func TestArtifacts(t *testing.T) {
 		require.Empty(t, none)
 	})
 }
+
+// TestReadsOfMany: the files and artifacts of many ids in one read each, on both
+// dialects; ids with nothing give nothing.
+func TestReadsOfMany(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		f1, f2, f3 := newFile(tn.prj, domain.EnvLive), newFile(tn.prj, domain.EnvLive), newFile(tn.oprj, domain.EnvLive)
+		f2.Status = domain.FileDeleted
+		for _, f := range []*domain.File{f1, f2, f3} {
+			require.NoError(t, s.CreateFile(ctx, f))
+		}
+		files, err := s.FindFilesByIDs(ctx, []string{f1.ID, f2.ID, domain.NewID(domain.PrefixFile)})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{f1.ID, f2.ID}, ids(files, fileID), "whatever their status; the caller decides")
+		none, err := s.FindFilesByIDs(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+
+		j1, j2 := domain.NewID(domain.PrefixJob), domain.NewID(domain.PrefixJob)
+		mk := func(fileID, jobID string) *domain.Artifact {
+			a := &domain.Artifact{ID: domain.NewID(domain.PrefixArtifact), OrganizationID: tn.org.ID, FileID: fileID, JobID: jobID,
+				Name: "out.json", MIMEType: "application/json", ByteSize: 1, SHA256: "00", StorageKey: "x", CreatedAt: now()}
+			require.NoError(t, s.CreateArtifact(ctx, a))
+			return a
+		}
+		a1, a2, a3 := mk(f1.ID, j1), mk(f1.ID, j2), mk(f3.ID, j2)
+		mk(domain.NewID(domain.PrefixFile), domain.NewID(domain.PrefixJob))
+		byFiles, err := s.FindArtifactsByFiles(ctx, []string{f1.ID, f3.ID})
+		require.NoError(t, err)
+		require.Equal(t, []string{a1.ID, a2.ID, a3.ID}, ids(byFiles, artifactID))
+		byJobs, err := s.FindArtifactsByJobs(ctx, []string{j2, "job_none"})
+		require.NoError(t, err)
+		require.Equal(t, []*domain.Artifact{a2, a3}, byJobs)
+		empty, err := s.FindArtifactsByJobs(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, empty)
+	})
+}

@@ -98,10 +98,8 @@ func (s *Files) ListFiles(ctx context.Context, p *Principal, projectID string, p
 	if err != nil {
 		return List[*File]{}, err
 	}
-	for _, f := range data {
-		if f.Artifacts, err = s.Store.FindArtifactsByFile(ctx, f.ID); err != nil {
-			return List[*File]{}, err
-		}
+	if err := s.loadFileArtifacts(ctx, p, data); err != nil {
+		return List[*File]{}, err
 	}
 	return List[*File]{Data: data, HasMore: more}, nil
 }

@@ -63,7 +63,7 @@ type JobQuery struct {
 	Page
 }
 
-// ListJobs lists jobs newest first. Codes: invalid_request (limit, starting_after,
+// ListJobs lists jobs newest first, with their artifacts. Codes: invalid_request (limit, starting_after,
 // state, project_id), not_found/key_restricted (project_id), insufficient_scope.
 func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Job], error) {
 	if err := p.RequireScope(ScopeJobsRead); err != nil {
@@ -92,7 +92,13 @@ func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Jo
 		}
 	}
 	data, more, err := s.Store.FindJobs(ctx, JobFilter{Scope: scope, Environment: p.Environment(), State: q.State, Page: q.Page})
-	return List[*Job]{Data: data, HasMore: more}, err
+	if err != nil {
+		return List[*Job]{}, err
+	}
+	if err := s.loadJobArtifacts(ctx, p, data); err != nil {
+		return List[*Job]{}, err
+	}
+	return List[*Job]{Data: data, HasMore: more}, nil
 }
 
 // FindJob returns a job the key may see, with its artifacts.

@@ -275,6 +275,14 @@ type Store interface {
 	FindArtifactByID(ctx context.Context, id string) (*Artifact, error)
 	FindArtifactsByFile(ctx context.Context, fileID string) ([]*Artifact, error)
 	FindArtifactsByJob(ctx context.Context, jobID string) ([]*Artifact, error)
+	// FindFilesByIDs returns the files among ids, whatever their status, in one read.
+	FindFilesByIDs(ctx context.Context, ids []string) ([]*File, error)
+	// FindArtifactsByFiles returns the artifacts of these files in creation order, in
+	// one read.
+	FindArtifactsByFiles(ctx context.Context, fileIDs []string) ([]*Artifact, error)
+	// FindArtifactsByJobs returns the artifacts of these jobs in creation order, in one
+	// read.
+	FindArtifactsByJobs(ctx context.Context, jobIDs []string) ([]*Artifact, error)
 
 	CreateJob(ctx context.Context, j *Job) error
 	FindJobByID(ctx context.Context, id string) (*Job, error)

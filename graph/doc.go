@@ -1,7 +1,11 @@
 // Package graph is the GraphQL front door: the *.graphqls schema, the code gqlgen
-// generates from it (see gqlgen.yml at the module root), resolvers that call the domain
-// services, and subscriptions to job and file events fed from the outbox.
+// generates from it (see gqlgen.yml at the module root; `make lint` checks it is
+// current), resolvers that call the domain services, and the HTTP handler serving
+// /graphql and its playground.
 //
-// It imports domain only; like rest, it must never import db, storage or jobs. The
-// schema arrives with the GraphQL capability; until then this package holds no code.
+// Resolvers are thin: they decode arguments, call the same domain method the REST
+// handler calls, and return the domain's REST representations (the *View types), so
+// a field reads the same value through either door. Authentication, scopes, rate
+// limits and errors are the domain's. It imports domain only; like rest, it must never
+// import db, storage or jobs.
 package graph

@@ -3,12 +3,10 @@ package rest
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -125,10 +123,6 @@ func (s *Server) withTimeout(next http.Handler) http.Handler {
 	})
 }
 
-// queryKeyParams are query parameters that look like a credential: a key in a URL ends
-// up in logs and browser history, so it is refused even next to a valid header.
-var queryKeyParams = []string{"api_key", "key", "access_token"}
-
 // withAuth authenticates the bearer key, applies the rate limit (per key, or per client
 // address when no key is accepted) and sets the X-RateLimit-* headers on every answer.
 // A request that could not be authenticated because a dependency failed (the database
@@ -139,12 +133,7 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
 		p, authErr := s.authenticate(r, ip)
-		if authErr != nil && domain.AsError(authErr) == nil {
-			setRateHeaders(w, s.svc.RateLimits.Peek(r.Context(), ip))
-			writeError(w, r, authErr)
-			return
-		}
-		if !s.rateLimit(w, r, s.svc.RateLimits.Allow(r.Context(), p, ip)) {
+		if !s.rateLimit(w, r, s.svc.RateLimits.Charge(r.Context(), p, authErr, ip)) {
 			return
 		}
 		if authErr != nil {
@@ -158,25 +147,12 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 }
 
 func (s *Server) authenticate(r *http.Request, ip netip.Addr) (*domain.Principal, error) {
-	q := r.URL.Query()
-	for _, name := range queryKeyParams {
-		if q.Has(name) {
-			return nil, &domain.Error{Code: domain.CodeAPIKeyInQuery, Param: name,
-				Message: "API keys must not be sent in the query string; use the Authorization header (and rotate the key: URLs get logged)"}
-		}
+	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
+		return nil, err
 	}
-	values := r.Header.Values("Authorization")
-	if len(values) > 1 {
-		// Which one counts would be up to whichever proxy reads it: none does.
-		return nil, domain.Errorf(domain.CodeInvalidAPIKey, "send exactly one Authorization header")
-	}
-	secret := ""
-	if len(values) == 1 && values[0] != "" {
-		scheme, token, ok := strings.Cut(values[0], " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return nil, domain.Errorf(domain.CodeInvalidAPIKey, "the Authorization header must be 'Bearer <key>'")
-		}
-		secret = strings.TrimSpace(token)
+	secret, err := domain.AuthorizationSecret(r.Header.Values("Authorization"))
+	if err != nil {
+		return nil, err
 	}
 	return s.svc.Keys.Authenticate(r.Context(), secret, ip)
 }
@@ -195,12 +171,7 @@ func (s *Server) public(next http.Handler) http.Handler {
 func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, d domain.RateDecision) bool {
 	setRateHeaders(w, d)
 	if !d.Allowed {
-		retry := int((d.RetryAfter + time.Second - 1) / time.Second)
-		if retry < 1 {
-			retry = 1
-		}
-		writeError(w, r, &domain.Error{Code: domain.CodeRateLimited, RetryAfter: retry,
-			Message: "too many requests: the limit is " + strconv.Itoa(d.Limit) + " per minute"})
+		writeError(w, r, domain.RateLimited(d))
 		return false
 	}
 	return true
@@ -213,16 +184,5 @@ func setRateHeaders(w http.ResponseWriter, d domain.RateDecision) {
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
 }
 
-// clientIP is the peer address. Forwarded headers are not trusted: a deployment behind
-// a proxy terminates there and the allow-list applies to the proxy's view.
-func clientIP(r *http.Request) netip.Addr {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.IPv4Unspecified()
-	}
-	return a.Unmap()
-}
+// clientIP is the peer address (domain.ClientAddr).
+func clientIP(r *http.Request) netip.Addr { return domain.ClientAddr(r.RemoteAddr) }

@@ -21,6 +21,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/netguard"
+	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ratelimit"
@@ -290,7 +291,10 @@ func runServer(ctx context.Context, args []string, roles role) error {
 			ReadinessChecks: a.readinessChecks(roles),
 			QueueDepth:      queueDepthFunc(a),
 		}, a.svc, log)
-		servers = append(servers, listen(cfg.Addr, api.Handler(), "api", log, errc))
+		gcfg := graph.DefaultServerConfig()
+		gcfg.StatusOf = rest.StatusOf
+		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
+		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
 		}
@@ -312,6 +316,17 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		worker.Shutdown()
 	}
 	return err
+}
+
+// apiHandler serves both front doors on one listener: GraphQL under /graphql, REST
+// (with health, readiness and metrics) everywhere else.
+func apiHandler(api *rest.Server, gql *graph.Server) http.Handler {
+	mux := http.NewServeMux()
+	g := gql.Handler()
+	mux.Handle("/graphql", g)
+	mux.Handle("/graphql/", g)
+	mux.Handle("/", api.Handler())
+	return mux
 }
 
 func listen(addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *http.Server {

@@ -213,7 +213,7 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 		r.SHA256 = &sum
 	}
 
-	if err := e.inspectFormat(ctx, source{f: f, size: st.Size()}, in.Format, r); err != nil {
+	if err := e.inspectFormat(ctx, source{f: f, size: st.Size(), progress: in.Progress}, in.Format, r); err != nil {
 		// A cancelled read surfaces as whatever the parser made of it: report the
 		// cancellation, never a corrupted file.
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -263,6 +263,9 @@ func (e *Engine) inspectFormat(ctx context.Context, src source, f domain.Format,
 type source struct {
 	f    *os.File
 	size int64
+	// progress is told the share of the input read so far (0–100) by the parts that
+	// stream through it; nil when nobody asks.
+	progress func(percent int)
 }
 
 type formatFamily int

@@ -1002,3 +1002,21 @@ func TestText(t *testing.T) {
 		})
 	}
 }
+
+// TestTextReportsProgress: counting a long text tells how far it is, up to 100.
+func TestTextReportsProgress(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := []byte(strings.Repeat("the quick brown fox\n", 100_000)) // 2 MB: about 30 reads
+	in := filepath.Join(dir, "input")
+	require.NoError(t, os.WriteFile(in, data, 0o600))
+	var seen []int
+	_, err := inspect.New(inspect.DefaultConfig()).Run(context.Background(), domain.EngineInput{
+		Operation: "inspect", Path: in, Filename: "a.txt", Format: domain.Detect(data[:domain.DetectSniffBytes]),
+		ByteSize: int64(len(data)), WorkDir: dir, Progress: func(p int) { seen = append(seen, p) },
+	})
+	require.NoError(t, err)
+	require.Greater(t, len(seen), 5, "progress along the way: %v", seen)
+	require.Equal(t, 100, seen[len(seen)-1])
+	require.IsIncreasing(t, seen)
+}

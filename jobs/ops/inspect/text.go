@@ -26,7 +26,11 @@ func inspectText(ctx context.Context, src source) (*TextReport, error) {
 	case bytes.HasPrefix(head, []byte{0xFE, 0xFF}):
 		rep.Encoding, skip, bigEndian = "utf-16be", 2, true
 	}
-	r := io.NewSectionReader(src.f, skip, src.size-skip)
+	var r io.Reader = io.NewSectionReader(src.f, skip, src.size-skip)
+	if src.progress != nil && src.size > skip {
+		// A long text takes a while to count: say how far it is.
+		r = &progressReader{r: r, total: src.size - skip, report: src.progress}
+	}
 	c := &lineCounter{}
 	var err error
 	if rep.Encoding == "utf-8" {
@@ -164,4 +168,23 @@ func countUTF16(ctx context.Context, r io.Reader, c *lineCounter, bigEndian bool
 		}
 		carry = copy(buf, data[i:])
 	}
+}
+
+// progressReader tells report the percentage of total read so far, when it changes.
+type progressReader struct {
+	r      io.Reader
+	total  int64
+	read   int64
+	last   int
+	report func(percent int)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	if pct := int(p.read * 100 / p.total); pct != p.last {
+		p.last = pct
+		p.report(pct)
+	}
+	return n, err
 }

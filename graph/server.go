@@ -1,0 +1,288 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// ServerConfig holds the settings of the GraphQL door (Config is gqlgen's, of the
+// executable schema).
+type ServerConfig struct {
+	// MaxDepth and MaxComplexity bound an operation before it runs.
+	MaxDepth      int
+	MaxComplexity int
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// RequestTimeout bounds a query or mutation.
+	RequestTimeout time.Duration
+	// PersistedQueries is how many automatic persisted queries one process remembers.
+	PersistedQueries int
+	// KeepAlive is how often an idle websocket is pinged (graphql-transport-ws) or sent
+	// a keep-alive message (graphql-ws).
+	KeepAlive time.Duration
+	// KeyRecheck is how often a websocket's key is checked again: a revoked key's
+	// subscriptions end within it.
+	KeyRecheck time.Duration
+	// Resync is how often a subscription reads its subject again, so a change the best
+	// effort event stream lost (a relay that died, Redis reconnecting) still arrives.
+	Resync time.Duration
+	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the subscriptions
+	// running at once on one connection, and for one key on one process.
+	MaxSubscriptionsPerConnection int
+	MaxSubscriptionsPerKey        int
+	// StatusOf gives the HTTP status of a request refused before GraphQL runs (no key,
+	// rate limited) from its contract code: the REST door's table. Nil answers 200.
+	StatusOf func(code string) int
+}
+
+// DefaultServerConfig returns the defaults.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{MaxDepth: 12, MaxComplexity: 15000, MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
+		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second, Resync: 15 * time.Second,
+		MaxSubscriptionsPerConnection: 100, MaxSubscriptionsPerKey: 1000}
+}
+
+// Validate names the first setting out of range.
+func (c ServerConfig) Validate() error {
+	switch {
+	case c.MaxDepth < 3:
+		return errors.New("graph: MaxDepth must be at least 3")
+	case c.MaxComplexity < 100:
+		return errors.New("graph: MaxComplexity must be at least 100")
+	case c.MaxBodyBytes < 1024:
+		return errors.New("graph: MaxBodyBytes must be at least 1024")
+	case c.KeepAlive < time.Second:
+		return errors.New("graph: KeepAlive must be at least 1s")
+	case c.KeyRecheck < 100*time.Millisecond || c.KeyRecheck > time.Minute:
+		return errors.New("graph: KeyRecheck must be between 100ms and 1m")
+	case c.Resync < 0:
+		return errors.New("graph: Resync must not be negative")
+	case c.MaxSubscriptionsPerConnection < 1 || c.MaxSubscriptionsPerKey < 1:
+		return errors.New("graph: the subscription limits must be at least 1")
+	}
+	return nil
+}
+
+// Server is the GraphQL door over the domain services.
+type Server struct {
+	cfg ServerConfig
+	svc *domain.Services
+	log *slog.Logger
+	gql *handler.Server
+}
+
+// NewServer builds the door over the services (their rate limits are the REST door's:
+// one bucket per key for both); bus feeds the subscriptions (nil: they answer
+// not_implemented).
+func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, svc: svc, log: log}
+	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
+	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live, resync: cfg.Resync}}
+	setComplexity(&ec.Complexity)
+	gql := handler.New(NewExecutableSchema(ec))
+	gql.AddTransport(transport.Websocket{
+		// Keys travel in headers or connection_init, never in cookies: any origin may connect.
+		Implementation:        transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{InsecureSkipVerify: true}},
+		InitFunc:              s.initSocket,
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: cfg.KeepAlive,
+		PingPongInterval:      cfg.KeepAlive,
+		MissingPongOk:         true,
+	})
+	gql.AddTransport(transport.GET{})
+	gql.AddTransport(transport.POST{})
+	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	gql.Use(extension.Introspection{})
+	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](max(cfg.PersistedQueries, 1))})
+	gql.Use(&operationLimits{maxDepth: cfg.MaxDepth, maxComplexity: cfg.MaxComplexity})
+	gql.SetErrorPresenter(s.presentError)
+	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
+		s.logger(ctx).Error("panic", "value", v, "stack", string(debug.Stack()))
+		return s.recoverPanic(ctx, v)
+	})
+	gql.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		p := principal(ctx)
+		if c := connFrom(ctx); c != nil && p != nil {
+			// An operation over a websocket takes its token as a request does.
+			if d := svc.RateLimits.Allow(ctx, p, c.ip); !d.Allowed {
+				err := domain.RateLimited(d)
+				return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{s.presentError(ctx, err)}})
+			}
+		}
+		return next(ctx)
+	})
+	// Loaders live for one response: a subscription's next message reads afresh.
+	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		if p := principal(ctx); p != nil {
+			ctx = context.WithValue(ctx, ctxLoaders, newLoaders(svc, p))
+		}
+		return next(ctx)
+	})
+	gql.AroundFields(markInternal)
+	s.gql = gql
+	return s
+}
+
+// Handler serves /graphql (POST and GET) and the playground at /graphql/play.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", s.withRequestID(s.withAccessLog(http.HandlerFunc(s.serveGraphQL))))
+	mux.Handle("GET /graphql/play", playground.Handler("filemill GraphQL", "/graphql"))
+	return mux
+}
+
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := domain.NewID(domain.PrefixRequest)
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxRequestID, id)))
+	})
+}
+
+// serveGraphQL authenticates the request and takes its rate-limit token as the REST
+// door does (domain rules), then hands it to GraphQL. Nothing — not the schema — is
+// answered to a request without a valid key.
+func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		s.refuse(w, r, http.StatusMethodNotAllowed, domain.Errorf(domain.CodeInvalidRequest, "use GET or POST"))
+		return
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		s.refuse(w, r, 0, domain.Errorf(domain.CodePayloadTooLarge, "request bodies are limited to %d bytes", s.cfg.MaxBodyBytes))
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	}
+	ip := domain.ClientAddr(r.RemoteAddr)
+	// A websocket may carry its key in connection_init instead of the upgrade: it is
+	// authenticated there (initSocket) before any operation runs.
+	socket := r.Header.Get("Upgrade") != ""
+	deferred := socket && r.Header.Get("Authorization") == ""
+	var p *domain.Principal
+	var authErr error
+	if !deferred {
+		p, authErr = s.authenticate(r)
+	}
+	if d := s.svc.RateLimits.Charge(r.Context(), p, authErr, ip); !setRateHeaders(w, d) {
+		s.refuse(w, r, 0, domain.RateLimited(d))
+		return
+	}
+	if authErr != nil {
+		s.refuse(w, r, 0, authErr)
+		return
+	}
+	ctx := context.WithValue(r.Context(), ctxClientAddr, ip)
+	if p != nil {
+		ctx = withPrincipal(ctx, p)
+		secret, _ := domain.BearerSecret(r.Header.Get("Authorization"))
+		ctx = context.WithValue(ctx, ctxSecret, secret)
+	}
+	if s.cfg.RequestTimeout > 0 && !socket {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		defer cancel()
+	}
+	s.gql.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// authenticate finds the key of a request: the Authorization header, never the query
+// string. Codes: those of domain.Keys.Authenticate, api_key_in_query.
+func (s *Server) authenticate(r *http.Request) (*domain.Principal, error) {
+	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
+		return nil, err
+	}
+	secret, err := domain.AuthorizationSecret(r.Header.Values("Authorization"))
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Keys.Authenticate(r.Context(), secret, domain.ClientAddr(r.RemoteAddr))
+}
+
+// setRateHeaders sets the X-RateLimit-* headers of a decision and reports whether it
+// allowed the request.
+func setRateHeaders(w http.ResponseWriter, d domain.RateDecision) bool {
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
+	return d.Allowed
+}
+
+// refuse answers a request GraphQL never saw, in the GraphQL response shape.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err error) {
+	gerr := s.presentError(context.WithValue(r.Context(), ctxRequestID, requestIDFrom(r.Context())), err)
+	if derr := domain.AsError(err); derr != nil {
+		if derr.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(derr.RetryAfter))
+		}
+		if status == 0 && s.cfg.StatusOf != nil {
+			status = s.cfg.StatusOf(derr.Code)
+		}
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	body, _ := json.Marshal(map[string]any{"errors": []any{gerr}, "data": nil})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// statusRecorder remembers the status a handler wrote, and lets a websocket upgrade
+// take the connection.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (rec *statusRecorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+	rec.ResponseWriter.WriteHeader(code)
+}
+
+func (rec *statusRecorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return rec.ResponseWriter.Write(b)
+}
+
+func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// withAccessLog logs one line per request, as the REST door does; a websocket's line
+// comes when it closes.
+func (s *Server) withAccessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		s.logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Bool("websocket", r.Header.Get("Upgrade") != ""),
+			slog.Duration("duration", time.Since(start)))
+	})
+}
