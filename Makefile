@@ -4,10 +4,14 @@ BIN      ?= bin/filemill
 PKGS     ?= ./...
 TESTFLAGS ?= -count=1 -timeout 25m
 
-.PHONY: run build test bench lint deps services clean
+.PHONY: run build test bench lint deps engines services clean
 
-build:
+build: engines
 	$(GO) build -o $(BIN) ./cmd/filemill
+
+# What the engines need to build and run (Debian packages), installed when missing.
+engines:
+	bash .ci/ensure-engines
 
 # The service on its embedded defaults (SQLite, in-process Redis, local disk) in ./data.
 run: build
