@@ -158,6 +158,7 @@ type pool struct {
 }
 
 func newPool(cfg Config) (*pool, error) {
+	KillOrphans()
 	p := &pool{cfg: cfg, root: cfg.ProfileDir}
 	sup, err := runner.NewSupervisor(runner.SupervisorConfig{
 		Size:            cfg.Instances,

@@ -140,7 +140,9 @@ func start(c Cmd, stdin, stdout *os.File) (*Process, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, to be killed as one; and killed if this process dies first (an
+	// outright kill leaves no time to stop children).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if stdin != nil {
 		cmd.Stdin = stdin
 	} else {

@@ -1,0 +1,56 @@
+package office_test
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/filemill/filemill/jobs/ops/office"
+)
+
+// TestKillOrphans: LibreOffice processes left by a pool whose worker was killed
+// (reparented to init) are ended; those of a live pool (still a child) are not.
+func TestKillOrphans(t *testing.T) {
+	// An orphan: started through a shell that exits at once, so init adopts it.
+	pidFile := t.TempDir() + "/pid"
+	orphan := exec.Command("bash", "-c", `(exec -a "soffice -env:UserInstallation=file:///tmp/filemill-office-test/profile-0" sleep 300) & echo $! > `+pidFile)
+	orphan.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as the pool's runner starts them
+	if err := orphan.Run(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanPID, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	defer syscall.Kill(orphanPID, syscall.SIGKILL)
+
+	// A live instance: a child of this process.
+	live := exec.Command("sleep", "300")
+	live.Args[0] = "soffice -env:UserInstallation=file:///tmp/filemill-office-live/profile-0"
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer live.Process.Kill()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for office.KillOrphans() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan was never found")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for syscall.Kill(orphanPID, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := live.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the live instance was killed: %v", err)
+	}
+}
