@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -270,6 +271,8 @@ func (s *Supervisor[I]) ready(ctx context.Context, sl *slot[I]) (I, error) {
 		case <-inst.Done():
 			alive = false
 		default:
+			// Reaped a moment before Done closes (its pipes are still being drained).
+			alive = syscall.Kill(inst.PID(), 0) == nil
 		}
 		if alive && (s.cfg.HealthAfterIdle < 0 || idle >= s.cfg.HealthAfterIdle) {
 			hctx, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
