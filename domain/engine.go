@@ -3,6 +3,8 @@ package domain
 import (
 	"context"
 	"encoding/json"
+	"path"
+	"strings"
 )
 
 // Engine turns one input file into artifacts. Engines live in jobs/ops; they know
@@ -84,4 +86,25 @@ type OperationSpec struct {
 	// Hidden operations run only as steps of presets: they are not listed and cannot
 	// be requested on their own.
 	Hidden bool
+}
+
+// OutputStem is the stem engines name their outputs after: the file's name as uploaded,
+// its last path element without its extension and without control characters, at most
+// 100 characters; "document" when nothing is left.
+func OutputStem(filename string) string {
+	name := SafeName(filename)
+	name = strings.TrimSuffix(name, path.Ext(name))
+	name = strings.Map(func(r rune) rune {
+		if strings.ContainsRune(`/\:*?"<>|`, r) {
+			return '_'
+		}
+		return r
+	}, name)
+	if r := []rune(name); len(r) > 100 {
+		name = string(r[:100])
+	}
+	if strings.Trim(name, ". ") == "" {
+		return "document"
+	}
+	return name
 }

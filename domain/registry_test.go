@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -192,4 +193,15 @@ func TestPresetPipeline(t *testing.T) {
 		require.NotEqual(t, "t.ocr", op.Name)
 	}
 	require.Equal(t, KindPreset, r.List()[len(r.List())-1].Kind, "operations are listed before presets")
+}
+
+func TestOutputStem(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"My Report.pdf": "My Report", "../../etc/passwd": "passwd", `C:\docs\a:b.docx`: "a_b", "": "file",
+		".pdf": "document", "scan.tar.gz": "scan.tar", "bad\x00name.png": "badname", "Übersicht.odt": "Übersicht",
+	} {
+		require.Equal(t, want, OutputStem(in), in)
+	}
+	require.Len(t, []rune(OutputStem(strings.Repeat("é", 300)+".txt")), 100)
 }

@@ -487,7 +487,7 @@ func (j *job) dpi() int {
 }
 
 func (j *job) write(ctx context.Context, o Options) (*domain.EngineOutput, error) {
-	base := outputBase(j.in.Filename)
+	base := domain.OutputStem(j.in.Filename)
 	out := &domain.EngineOutput{Units: j.pages}
 	for _, kind := range o.Outputs {
 		switch kind {
@@ -561,20 +561,6 @@ func (j *job) mergePDF(ctx context.Context, out string) (err error) {
 	return nil
 }
 
-// outputBase is the download name's stem: the uploaded name without its extension.
-func outputBase(filename string) string {
-	b := strings.TrimSuffix(filepath.Base(filename), filepath.Ext(filename))
-	b = strings.Map(func(r rune) rune {
-		if r < 0x20 || strings.ContainsRune(`/\:*?"<>|`, r) {
-			return '_'
-		}
-		return r
-	}, b)
-	if b == "" || b == "." || b == ".." {
-		return "document"
-	}
-	return b
-}
 
 // apiPool keeps loaded tesseract instances per language set between pages and jobs.
 type apiPool struct {

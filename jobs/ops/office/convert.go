@@ -177,7 +177,7 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 		return nil, domain.Errorf(domain.CodeUnsupportedInput, "the document is larger than %d bytes", e.cfg.MaxInputBytes)
 	}
 	ext, k := inputKind(in.Format, in.Filename)
-	c := &conversion{e: e, in: in, ext: ext, kind: k, base: outputBase(in.Filename)}
+	c := &conversion{e: e, in: in, ext: ext, kind: k, base: domain.OutputStem(in.Filename)}
 	return c.run(ctx, opts.Format)
 }
 
@@ -500,17 +500,3 @@ func verifyImage(path string) error {
 	return nil
 }
 
-// outputBase is the download name's stem: the uploaded name without its extension.
-func outputBase(filename string) string {
-	b := strings.TrimSuffix(filepath.Base(filename), filepath.Ext(filename))
-	b = strings.Map(func(r rune) rune {
-		if r < 0x20 || strings.ContainsRune(`/\:*?"<>|`, r) {
-			return '_'
-		}
-		return r
-	}, b)
-	if b == "" || b == "." || b == ".." {
-		return "document"
-	}
-	return b
-}

@@ -80,7 +80,7 @@ func (e *Engine) compress(ctx context.Context, in domain.EngineInput, o Compress
 	progress(in, 80, 100)
 	deflateStreams(pc.XRefTable)
 
-	name := Stem(in.Filename) + ".pdf"
+	name := domain.OutputStem(in.Filename) + ".pdf"
 	path := filepath.Join(in.WorkDir, name)
 	if err := e.write(ctx, pc, path); err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func (e *Engine) merge(ctx context.Context, in domain.EngineInput, o MergeOption
 		}
 		progress(in, i+1, len(in.Inputs)+1)
 	}
-	name := Stem(in.Filename) + "-merged.pdf"
+	name := domain.OutputStem(in.Filename) + "-merged.pdf"
 	return e.finish(ctx, in, dest, name, total)
 }
 
@@ -105,7 +105,7 @@ func (e *Engine) pages(ctx context.Context, in domain.EngineInput, o PagesOption
 			return nil, e.classify(ctx, err)
 		}
 	}
-	return e.finish(ctx, in, out, Stem(in.Filename)+".pdf", len(seq))
+	return e.finish(ctx, in, out, domain.OutputStem(in.Filename)+".pdf", len(seq))
 }
 
 func isIdentity(seq []int, n int) bool {
@@ -156,7 +156,7 @@ func (e *Engine) split(ctx context.Context, in domain.EngineInput, o SplitOption
 			parts = append(parts, part)
 		}
 	}
-	stem := Stem(in.Filename)
+	stem := domain.OutputStem(in.Filename)
 	width := len(fmt.Sprint(len(parts)))
 	out := &domain.EngineOutput{}
 	for i, part := range parts {

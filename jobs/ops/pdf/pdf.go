@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 
@@ -283,26 +281,5 @@ func decode(raw json.RawMessage, into validator) error {
 	return into.Validate()
 }
 
-// Stem is a download-safe base name for outputs made from filename.
-func Stem(filename string) string {
-	base := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
-	base = strings.TrimSuffix(base, filepath.Ext(base))
-	var b strings.Builder
-	for _, r := range base {
-		if b.Len() >= 100 {
-			break
-		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteByte('_')
-		}
-	}
-	if s := strings.Trim(b.String(), "._"); s != "" {
-		return s
-	}
-	return "document"
-}
 
 const pdfMIME = "application/pdf"

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/internal/pagerange"
@@ -181,7 +180,7 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	if err != nil {
 		return nil, err
 	}
-	stem := Stem(in.Filename)
+	stem := domain.OutputStem(in.Filename)
 	width := len(fmt.Sprint(doc.PageCount()))
 	name := func(p int) string { return fmt.Sprintf("%s-page-%0*d.%s", stem, width, p, f.ext) }
 	progress := func(done, total int) {
@@ -238,25 +237,3 @@ func verify(path, magic string) error {
 	return nil
 }
 
-// Stem is a download-safe base name for outputs made from filename.
-func Stem(filename string) string {
-	base := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
-	base = strings.TrimSuffix(base, filepath.Ext(base))
-	var b strings.Builder
-	for _, r := range base {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteByte('_')
-		}
-		if b.Len() >= 100 {
-			break
-		}
-	}
-	s := strings.Trim(b.String(), "._")
-	if s == "" {
-		return "document"
-	}
-	return s
-}

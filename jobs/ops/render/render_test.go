@@ -103,7 +103,7 @@ func TestRenderAtDPIAndWidth(t *testing.T) {
 				t.Fatalf("progress = %v", progress)
 			}
 			for _, a := range out.Artifacts {
-				if !strings.HasPrefix(a.Name, "My_Report-page-") || a.MIMEType != "image/"+c.format {
+				if !strings.HasPrefix(a.Name, "My Report-page-") || a.MIMEType != "image/"+c.format {
 					t.Fatalf("artifact %+v", a)
 				}
 				img, format := decode(t, a.Path)
