@@ -561,7 +561,6 @@ func (j *job) mergePDF(ctx context.Context, out string) (err error) {
 	return nil
 }
 
-
 // apiPool keeps loaded tesseract instances per language set between pages and jobs.
 type apiPool struct {
 	datapath string

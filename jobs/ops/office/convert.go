@@ -499,4 +499,3 @@ func verifyImage(path string) error {
 	}
 	return nil
 }
-

@@ -281,5 +281,4 @@ func decode(raw json.RawMessage, into validator) error {
 	return into.Validate()
 }
 
-
 const pdfMIME = "application/pdf"

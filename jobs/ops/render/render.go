@@ -236,4 +236,3 @@ func verify(path, magic string) error {
 	}
 	return nil
 }
-
