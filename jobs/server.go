@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/logging"
+	"github.com/filemill/filemill/domain/logging"
 )
 
 // ServerConfig sets how a worker process runs tasks. Zero fields take their defaults.

@@ -24,8 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/logging"
 	"github.com/filemill/filemill/domain/netguard"
-	"github.com/filemill/filemill/logging"
 )
 
 // Webhook delivery: attempts are asynq tasks on their own queue, served by a pool of

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/logging"
+	"github.com/filemill/filemill/domain/logging"
 )
 
 // LocalConfig configures the local disk backend and its storage host.

@@ -20,12 +20,12 @@ import (
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/logging"
 	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ratelimit"
-	"github.com/filemill/filemill/logging"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"

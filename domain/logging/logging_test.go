@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/filemill/filemill/logging"
+	"github.com/filemill/filemill/domain/logging"
 )
 
 // lines is a JSON log sink safe for concurrent use.
