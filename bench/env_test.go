@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -146,7 +147,8 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 // startWorker runs a worker server against the stack's Redis.
 func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 	tb.Helper()
-	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency,
+	poll, _ := time.ParseDuration(os.Getenv("BENCH_WORKER_POLL")) // zero: the default
+	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency, TaskCheckInterval: poll,
 		Pools: jobs.EnginePools(s.registry, s.engines, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: concurrency} })}, discardLogger())
 	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
 	if err := w.Start(); err != nil {

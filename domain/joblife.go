@@ -471,7 +471,7 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 	if err != nil {
 		return err
 	}
-	acct, err := s.Store.FindCreditAccountID(ctx, j.OrganizationID, j.Environment)
+	acct, err := s.accountID(ctx, j.OrganizationID, j.Environment)
 	if err != nil {
 		return err
 	}
@@ -494,6 +494,21 @@ func newJobEvent(typ string, j *Job, at time.Time) (*Event, error) {
 	}
 	e.FileID = j.FileID
 	return e, nil
+}
+
+// accountID returns the credit account of (org, env). An account, once it exists, is
+// never replaced, so its id is remembered: settlements need not read it again.
+func (s *Jobs) accountID(ctx context.Context, orgID string, env Environment) (string, error) {
+	key := orgID + "/" + string(env)
+	if id, ok := s.accounts.Load(key); ok {
+		return id.(string), nil
+	}
+	id, err := s.Store.FindCreditAccountID(ctx, orgID, env)
+	if err != nil {
+		return "", err
+	}
+	s.accounts.Store(key, id)
+	return id, nil
 }
 
 // ErrJobSkipped tells the worker the task has nothing to do (the job was cancelled or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 )
 
 // Jobs runs operations on files.
@@ -20,6 +21,7 @@ type Jobs struct {
 	// process's Engines are the live ones.
 	Directory EngineDirectory
 	Verifier  OutputVerifier
+	accounts  sync.Map // organization/environment -> credit account id
 	// Bus receives running jobs' progress; nil for none.
 	Bus EventBus
 }
