@@ -54,6 +54,10 @@ type EngineArtifact struct {
 	Name     string // download name, e.g. "inspect.json"
 	MIMEType string
 	Path     string
+	// Verified says the engine read the output back in full with its own decoder and
+	// found it to be what was asked (format, size, pages): the platform then checks
+	// only that it is there and of its type, instead of decoding it again.
+	Verified bool
 }
 
 // OperationSpec is what an engine package declares for one operation it serves. The

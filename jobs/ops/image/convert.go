@@ -105,7 +105,7 @@ func (c *conversion) run() (*domain.EngineOutput, error) {
 		return nil, err
 	}
 	return &domain.EngineOutput{Artifacts: []domain.EngineArtifact{
-		{Name: outputName(c.in.Filename, fi.ext), MIMEType: fi.mime, Path: path},
+		{Name: outputName(c.in.Filename, fi.ext), MIMEType: fi.mime, Path: path, Verified: true},
 	}}, nil
 }
 

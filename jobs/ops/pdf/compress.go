@@ -109,7 +109,7 @@ func (e *Engine) compress(ctx context.Context, in domain.EngineInput, o Compress
 		return nil, fmt.Errorf("pdf: write report: %w", err)
 	}
 	return &domain.EngineOutput{Artifacts: []domain.EngineArtifact{
-		{Name: name, MIMEType: pdfMIME, Path: path},
+		{Name: name, MIMEType: pdfMIME, Path: path, Verified: true},
 		{Name: ReportName, MIMEType: "application/json", Path: repPath},
 	}}, nil
 }

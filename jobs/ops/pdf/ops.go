@@ -189,7 +189,7 @@ func (e *Engine) finish(ctx context.Context, in domain.EngineInput, pc *model.Co
 	if err := Verify(ctx, path, pages); err != nil {
 		return nil, err
 	}
-	return &domain.EngineOutput{Artifacts: []domain.EngineArtifact{{Name: name, MIMEType: pdfMIME, Path: path}}}, nil
+	return &domain.EngineOutput{Artifacts: []domain.EngineArtifact{{Name: name, MIMEType: pdfMIME, Path: path, Verified: true}}}, nil
 }
 
 func progress(in domain.EngineInput, done, total int) {
