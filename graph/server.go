@@ -1,10 +1,12 @@
 package graph
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -16,7 +18,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/99designs/gqlgen/graphql/playground"
-	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -102,8 +103,7 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	setComplexity(&ec.Complexity)
 	gql := handler.New(NewExecutableSchema(ec))
 	gql.AddTransport(transport.Websocket{
-		// Keys travel in headers or connection_init, never in cookies: any origin may connect.
-		Implementation:        transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{InsecureSkipVerify: true}},
+		Implementation:        newGorillaSockets(),
 		InitFunc:              s.initSocket,
 		InitTimeout:           10 * time.Second,
 		KeepAlivePingInterval: cfg.KeepAlive,
@@ -273,6 +273,15 @@ func (rec *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// Hijack hands the connection to a websocket upgrade, which answers 101.
+func (rec *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(rec.ResponseWriter).Hijack()
+	if err == nil && rec.status == 0 {
+		rec.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
 
 // withAccessLog logs one line per request, as the REST door does; a websocket's line
 // comes when it closes.
