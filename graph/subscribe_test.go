@@ -16,50 +16,6 @@ import (
 
 const jobSub = `subscription($id: ID!) { jobUpdated(id: $id) { id state progress attempts artifacts { id } } }`
 
-// drain reads a subscription to its end.
-func drain(t *testing.T, ch <-chan graphtest.Result, field string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	timeout := time.After(2 * time.Minute)
-	for {
-		select {
-		case r, ok := <-ch:
-			if !ok {
-				return out
-			}
-			require.Empty(t, r.Errors, "subscription error: %v", r.Errors)
-			out = append(out, r.Data[field].(map[string]any))
-		case <-timeout:
-			t.Fatalf("the subscription did not complete within 2 minutes; so far: %v", out)
-		}
-	}
-}
-
-// lifecycle checks what a jobUpdated subscription sent: queued first, running with
-// progress along the way, succeeded last; never a step back.
-func lifecycle(t *testing.T, who string, states []map[string]any) {
-	t.Helper()
-	require.NotEmpty(t, states, who)
-	require.Equal(t, "queued", states[0]["state"], "%s: the state at subscription first: %v", who, states)
-	last := states[len(states)-1]
-	require.Equal(t, "succeeded", last["state"], "%s: %v", who, states)
-	require.Len(t, last["artifacts"], 1, who)
-	rank := map[string]int{"queued": 0, "running": 1, "succeeded": 2}
-	progressed := false
-	for i := 1; i < len(states); i++ {
-		a, b := states[i-1], states[i]
-		require.GreaterOrEqual(t, rank[b["state"].(string)], rank[a["state"].(string)], "%s: a step back: %v", who, states)
-		if b["state"] == "running" {
-			p := b["progress"].(float64)
-			if a["state"] == "running" {
-				require.Greater(t, p, a["progress"].(float64), "%s: progress only grows: %v", who, states)
-			}
-			progressed = progressed || (p > 0 && p < 100)
-		}
-	}
-	require.True(t, progressed, "%s: running with progress between 0 and 100: %v", who, states)
-}
-
 func longText(size int) []byte {
 	line := "the quick brown fox jumps over the lazy dog 0123456789\n"
 	return []byte(strings.Repeat(line, size/len(line)+1)[:size])
@@ -87,7 +43,7 @@ func TestSubscriptionsFollowAJobToTheEnd(t *testing.T) {
 	}
 	b.startWorker()
 	for proto, ch := range subs {
-		lifecycle(t, proto, append([]map[string]any{firsts[proto]}, drain(t, ch, "jobUpdated")...))
+		graphtest.CheckLifecycle(t, proto, append([]map[string]any{firsts[proto]}, graphtest.Drain(t, ch, "jobUpdated")...))
 	}
 
 	// A subscriber after the end gets the final state, then the end.
@@ -95,7 +51,7 @@ func TestSubscriptionsFollowAJobToTheEnd(t *testing.T) {
 	require.NoError(t, err)
 	_, late, err := c.Subscribe(jobSub, vars)
 	require.NoError(t, err)
-	states := drain(t, late, "jobUpdated")
+	states := graphtest.Drain(t, late, "jobUpdated")
 	require.Len(t, states, 1)
 	require.Equal(t, "succeeded", states[0]["state"])
 	_, restJob := b.rest("GET", "/v1/jobs/"+job["id"].(string), b.liveA, nil)
@@ -117,7 +73,7 @@ func TestSubscriptionsOfFilesBatchesAndEvents(t *testing.T) {
 		require.Equal(t, "ready", r.Data["fileUpdated"].(map[string]any)["status"])
 		st, _ := b.rest("DELETE", "/v1/files/"+f["id"].(string), b.liveA, nil)
 		require.Equal(t, 204, st)
-		states := drain(t, ch, "fileUpdated")
+		states := graphtest.Drain(t, ch, "fileUpdated")
 		require.Len(t, states, 1)
 		require.Equal(t, "deleted", states[0]["status"])
 	})
@@ -162,7 +118,7 @@ func TestSubscriptionsOfFilesBatchesAndEvents(t *testing.T) {
 			st, _ := b.rest("POST", "/v1/jobs/"+it.(map[string]any)["job_id"].(string)+"/cancel", b.liveA, nil)
 			require.Equal(t, 200, st)
 		}
-		states := drain(t, ch, "batchUpdated")
+		states := graphtest.Drain(t, ch, "batchUpdated")
 		require.NotEmpty(t, states)
 		require.Equal(t, "completed", states[len(states)-1]["state"])
 	})
@@ -219,7 +175,7 @@ func TestSubscriptionsReadAgainWhatTheStreamLost(t *testing.T) {
 	b.stopRelay()
 	st, _ = b.rest("POST", "/v1/jobs/"+job["id"].(string)+"/cancel", b.liveA, nil)
 	require.Equal(t, 200, st)
-	states := drain(t, ch, "jobUpdated")
+	states := graphtest.Drain(t, ch, "jobUpdated")
 	require.Len(t, states, 1)
 	require.Equal(t, "cancelled", states[0]["state"])
 }

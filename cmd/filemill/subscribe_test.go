@@ -25,50 +25,6 @@ import (
 
 const jobSubscription = `subscription($id: ID!) { jobUpdated(id: $id) { id state progress attempts artifacts { id } } }`
 
-// jobStates reads a jobUpdated subscription to its end and returns the jobs it sent.
-func jobStates(t *testing.T, ch <-chan graphtest.Result) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	timeout := time.After(2 * time.Minute)
-	for {
-		select {
-		case r, ok := <-ch:
-			if !ok {
-				return out
-			}
-			require.Empty(t, r.Errors, "subscription error: %v", r.Errors)
-			out = append(out, r.Data["jobUpdated"].(map[string]any))
-		case <-timeout:
-			t.Fatalf("the subscription did not complete within 2 minutes; so far: %v", out)
-		}
-	}
-}
-
-// checkLifecycle: the current state first (queued), then running with progress along
-// the way, then succeeded, last; never a step back.
-func checkLifecycle(t *testing.T, who string, states []map[string]any) {
-	t.Helper()
-	require.NotEmpty(t, states, who)
-	require.Equal(t, "queued", states[0]["state"], "%s: the state at subscription first: %v", who, states)
-	last := states[len(states)-1]
-	require.Equal(t, "succeeded", last["state"], "%s: ends with the terminal state: %v", who, states)
-	require.Len(t, last["artifacts"], 1, who)
-	rank := map[string]int{"queued": 0, "running": 1, "succeeded": 2}
-	progressed := false
-	for i := 1; i < len(states); i++ {
-		a, b := states[i-1], states[i]
-		require.GreaterOrEqual(t, rank[b["state"].(string)], rank[a["state"].(string)], "%s: a step back: %v", who, states)
-		if b["state"] == "running" {
-			p := b["progress"].(float64)
-			if a["state"] == "running" {
-				require.Greater(t, p, a["progress"].(float64), "%s: progress only grows: %v", who, states)
-			}
-			progressed = progressed || (p > 0 && p < 100)
-		}
-	}
-	require.True(t, progressed, "%s: running with progress between 0 and 100: %v", who, states)
-}
-
 // TestSubscriptionSeesAJobRunByAnotherProcess runs the split deployment (an api
 // process, a worker process) on PostgreSQL and Redis, subscribes to a queued job over
 // real websockets — graphql-transport-ws, the legacy graphql-ws, and the reference npm
@@ -175,10 +131,10 @@ func TestSubscriptionSeesAJobRunByAnotherProcess(t *testing.T) {
 	require.Eventually(t, func() bool { return bytes.Contains(nodeOut.Bytes(), []byte("queued")) }, time.Minute, 20*time.Millisecond,
 		"the graphql-ws client got nothing: %s", nodeErr.String())
 
-	modernStates := append([]map[string]any{modernFirst.Data["jobUpdated"].(map[string]any)}, jobStates(t, modernCh)...)
-	legacyStates := append([]map[string]any{legacyFirst.Data["jobUpdated"].(map[string]any)}, jobStates(t, legacyCh)...)
-	checkLifecycle(t, graphtest.TransportWS, modernStates)
-	checkLifecycle(t, graphtest.LegacyWS, legacyStates)
+	modernStates := append([]map[string]any{modernFirst.Data["jobUpdated"].(map[string]any)}, graphtest.Drain(t, modernCh, "jobUpdated")...)
+	legacyStates := append([]map[string]any{legacyFirst.Data["jobUpdated"].(map[string]any)}, graphtest.Drain(t, legacyCh, "jobUpdated")...)
+	graphtest.CheckLifecycle(t, graphtest.TransportWS, modernStates)
+	graphtest.CheckLifecycle(t, graphtest.LegacyWS, legacyStates)
 
 	done := make(chan error, 1)
 	go func() { done <- nodeCmd.Wait() }()
@@ -196,12 +152,12 @@ func TestSubscriptionSeesAJobRunByAnotherProcess(t *testing.T) {
 		require.Empty(t, r.Errors)
 		nodeStates = append(nodeStates, r.Data["jobUpdated"].(map[string]any))
 	}
-	checkLifecycle(t, "npm graphql-ws", nodeStates)
+	graphtest.CheckLifecycle(t, "npm graphql-ws", nodeStates)
 
 	// A late subscriber gets the final state, and the end.
 	_, late, err := modern.Subscribe(jobSubscription, vars)
 	require.NoError(t, err)
-	states := jobStates(t, late)
+	states := graphtest.Drain(t, late, "jobUpdated")
 	require.Len(t, states, 1)
 	require.Equal(t, "succeeded", states[0]["state"])
 }
