@@ -26,6 +26,7 @@ import (
 	_ "golang.org/x/image/webp"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/pdfpages"
 )
 
 func init() { pdfapi.DisableConfigDir() }
@@ -316,13 +317,7 @@ func (j *job) plan(ctx context.Context) error {
 		}
 		n, err := j.e.countPDF(ctx, j.in.Path)
 		if err != nil {
-			if strings.Contains(strings.ToLower(err.Error()), "password") {
-				return domain.Errorf(domain.CodeEncryptedFile, "the PDF is password-protected")
-			}
-			return domain.Errorf(domain.CodeCorruptedFile, "the PDF cannot be read")
-		}
-		if n < 1 {
-			return domain.Errorf(domain.CodeCorruptedFile, "the PDF has no pages")
+			return err
 		}
 		if n > j.e.cfg.MaxPages {
 			return domain.Errorf(domain.CodeUnsupportedInput, "the PDF has %d pages; ocr takes at most %d", n, j.e.cfg.MaxPages)
@@ -338,16 +333,10 @@ func (j *job) plan(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) countPDF(ctx context.Context, path string) (n int, err error) {
-	if e.cfg.CountPDFPages != nil {
-		return e.cfg.CountPDFPages(ctx, path)
-	}
-	defer func() {
-		if p := recover(); p != nil { // pdfcpu panics on some malformed input
-			err = fmt.Errorf("pdf: %v", p)
-		}
-	}()
-	return pdfapi.PageCountFile(path)
+// countPDF counts a PDF's pages (the platform's counter, or pdfcpu), failing with the
+// contract code of what is wrong with it.
+func (e *Engine) countPDF(ctx context.Context, path string) (int, error) {
+	return pdfpages.Count(ctx, e.cfg.CountPDFPages, path)
 }
 
 // checkImage refuses an image that cannot be read or is over the pixel limit, from

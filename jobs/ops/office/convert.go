@@ -459,7 +459,7 @@ func (c *conversion) toImages(ctx context.Context, format string) (*domain.Engin
 	}
 	n, err := c.e.countPDF(ctx, pdf)
 	if err != nil {
-		return nil, domain.Errorf(domain.CodeCorruptedFile, "the PDF cannot be read")
+		return nil, err
 	}
 	if n > c.e.cfg.MaxImagePages {
 		return nil, domain.Errorf(domain.CodeUnsupportedInput, "the document has %d pages; image output takes at most %d", n, c.e.cfg.MaxImagePages)

@@ -7,7 +7,6 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
@@ -21,37 +20,21 @@ import (
 	_ "image/jpeg" // and output verification
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/pdfpages"
 )
 
 func init() { api.DisableConfigDir() }
 
-// countPDF counts a PDF's pages with the configured counter, or pdfcpu.
-func (e *Engine) countPDF(ctx context.Context, path string) (n int, err error) {
-	if e.cfg.CountPDFPages != nil {
-		return e.cfg.CountPDFPages(ctx, path)
-	}
-	defer func() {
-		// pdfcpu signals some malformed input by panicking.
-		if p := recover(); p != nil {
-			err = fmt.Errorf("pdf: %v", p)
-		}
-	}()
-	return api.PageCountFile(path)
+// countPDF counts a PDF's pages (the platform's counter, or pdfcpu), failing with the
+// contract code of what is wrong with it.
+func (e *Engine) countPDF(ctx context.Context, path string) (int, error) {
+	return pdfpages.Count(ctx, e.cfg.CountPDFPages, path)
 }
 
 // checkPDF refuses a PDF input that cannot be read or needs a password.
 func (e *Engine) checkPDF(ctx context.Context, path string) error {
-	n, err := e.countPDF(ctx, path)
-	if err != nil {
-		if strings.Contains(strings.ToLower(err.Error()), "password") {
-			return domain.Errorf(domain.CodeEncryptedFile, "the PDF is password-protected")
-		}
-		return domain.Errorf(domain.CodeCorruptedFile, "the PDF cannot be read")
-	}
-	if n < 1 {
-		return domain.Errorf(domain.CodeCorruptedFile, "the PDF has no pages")
-	}
-	return nil
+	_, err := e.countPDF(ctx, path)
+	return err
 }
 
 // pdfcpuImage lists the image types pdfcpu embeds as they are; others are re-encoded
