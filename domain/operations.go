@@ -247,18 +247,6 @@ func (r *Registry) PresetNames() []string {
 	return out
 }
 
-// Families lists every engine family of the registry.
-func (r *Registry) Families() []string {
-	var out []string
-	for _, op := range r.order {
-		if op.Kind == KindOperation && !slices.Contains(out, op.Engine) {
-			out = append(out, op.Engine)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Pipeline returns the steps that run for a file of format f: the operation itself,
 // or the preset's steps whose When takes the job's file format.
 func (op *Operation) Pipeline(f Format) []*Step {

@@ -133,10 +133,6 @@ func (s *Server) api(pattern, scope string, h apiHandler) {
 	s.mux.Handle(pattern, s.withMetrics(pattern, s.withTimeout(s.withAuth(handler))))
 }
 
-func notImplemented(w http.ResponseWriter, r *http.Request, _ *domain.Principal) {
-	writeError(w, r, domain.Errorf(domain.CodeNotImplemented, "%s is part of the contract but not available on this deployment yet", r.Pattern))
-}
-
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }

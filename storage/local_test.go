@@ -83,13 +83,6 @@ func setupLocal(t *testing.T) *localBundle {
 	return b
 }
 
-// presignPut opens a staged upload of key and mints its single-PUT URL.
-func (b *localBundle) presignPut(t *testing.T, key string, size int64) (string, map[string]string) {
-	t.Helper()
-	_, u, h := storagetest.Open(t, b.blobs, key, size)
-	return u, h
-}
-
 func (b *localBundle) tempFiles(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(b.dir, ".tmp"))

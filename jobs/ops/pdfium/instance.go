@@ -142,11 +142,6 @@ func (in *instance) f32(off uint32) float64 {
 	return float64(v)
 }
 
-func (in *instance) f64(off uint32) float64 {
-	v, _ := in.mod.Memory().ReadFloat64Le(off)
-	return v
-}
-
 func (in *instance) i32(off uint32) int {
 	v, _ := in.mod.Memory().ReadUint32Le(off)
 	return int(int32(v))
