@@ -25,13 +25,7 @@ func (BatchRequest) Action() string { return "batches.create" }
 
 func (r BatchRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
 	adm, err := s.Jobs.authorizeBatch(ctx, p, r)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, c *claim) (*Answer, error) {
-		_, _, a, err := s.Jobs.admit(ctx, p, adm, c)
-		return a, err
-	}, nil
+	return s.Jobs.admitting(p, adm), err
 }
 
 // authorizeBatch decides a batch request up to its claim: its list of files is well

@@ -27,13 +27,19 @@ func (JobRequest) Action() string { return "jobs.create" }
 
 func (r JobRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
 	adm, err := s.Jobs.authorizeJob(ctx, p, r)
-	if err != nil {
-		return nil, err
+	return s.Jobs.admitting(p, adm), err
+}
+
+// admitting is the effect of an authorized job or batch request: its admission; nil
+// for a request that was refused.
+func (s *Jobs) admitting(p *Principal, adm *admission) effect {
+	if adm == nil {
+		return nil
 	}
 	return func(ctx context.Context, c *claim) (*Answer, error) {
-		_, _, a, err := s.Jobs.admit(ctx, p, adm, c)
+		_, _, a, err := s.admit(ctx, p, adm, c)
 		return a, err
-	}, nil
+	}
 }
 
 // resolveOperation finds the operation or preset of a request and checks the key may
