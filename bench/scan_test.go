@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
 )
@@ -219,22 +220,7 @@ func zlibOf(b *testing.B, data []byte) []byte {
 	return buf.Bytes()
 }
 
-func pdfBytes(objs []string) []byte {
-	var buf bytes.Buffer
-	buf.WriteString("%PDF-1.7\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = buf.Len()
-		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := buf.Len()
-	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&buf, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return buf.Bytes()
-}
+func pdfBytes(objs []string) []byte { return pdftest.Objects(objs...) }
 
 // BenchmarkScan scans a 100 MB mixed corpus with the scan engine (clamd over INSTREAM
 // plus the built-in rules) and with clamdscan alone against the same clamd (which

@@ -26,6 +26,7 @@ import (
 
 	"github.com/filemill/filemill/domain"
 	imageop "github.com/filemill/filemill/jobs/ops/image"
+	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 )
 
 var (
@@ -463,18 +464,5 @@ func minimalPDF(w, h int) []byte {
 		fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R >>", w, h),
 		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
 	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
+	return pdftest.Objects(objs...)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
 )
@@ -104,22 +105,7 @@ func zipOf(t *testing.T, entries ...zipEntry) []byte {
 
 // pdfOf builds a PDF from object bodies (object i+1 is objs[i]); object 1 is the
 // catalog.
-func pdfOf(objs ...string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
-}
+func pdfOf(objs ...string) []byte { return pdftest.Objects(objs...) }
 
 const (
 	pages = "<< /Type /Pages /Kids [3 0 R] /Count 1 >>"

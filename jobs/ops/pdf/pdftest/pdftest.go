@@ -230,3 +230,13 @@ func WriteFile(path string, data []byte) string {
 	}
 	return path
 }
+
+// Objects writes a PDF of the given object bodies, object i+1 being objs[i] and object 1
+// the catalog.
+func Objects(objs ...string) []byte {
+	var w Writer
+	for _, o := range objs {
+		w.Add(o)
+	}
+	return w.Bytes(1)
+}
