@@ -36,11 +36,7 @@ func TestDiskFull(t *testing.T) {
 		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret))
 	base := "http://" + addr
 	dir := t.TempDir()
-	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "o", "--project", "p", "--credits", "10", "--json")
-	require.NoError(t, err, stderr)
-	var boot map[string]string
-	require.NoError(t, json.Unmarshal([]byte(out), &boot))
-	key := boot["api_key"]
+	key := bootstrapKey(t, dir, env, "--org", "o", "--project", "p", "--credits", "10")
 	srv := start(t, dir, env, "serve")
 	waitReady(t, base)
 	waitAvailable(t, base, key, "inspect")

@@ -62,12 +62,7 @@ func runOutage(t *testing.T, stopped string, outage time.Duration) {
 		"FILEMILL_RATE_LIMIT_PER_MINUTE=100000", "FILEMILL_PROJECT_CONCURRENCY_LIMIT=100000")
 	base := "http://" + addr
 
-	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "o", "--project", "p",
-		"--credits", fmt.Sprint(grantCredits), "--json")
-	require.NoError(t, err, stderr)
-	var boot map[string]string
-	require.NoError(t, json.Unmarshal([]byte(out), &boot))
-	key := boot["api_key"]
+	key := bootstrapKey(t, dir, env, "--org", "o", "--project", "p", "--credits", fmt.Sprint(grantCredits))
 
 	api := start(t, dir, env, "api")
 	workers := []*proc{start(t, dir, env, "worker"), start(t, dir, env, "worker")}

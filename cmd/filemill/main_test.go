@@ -324,3 +324,14 @@ func operationAvailable(t *testing.T, base, key, operation string) bool {
 	t.Fatalf("%s is not listed", operation)
 	return false
 }
+
+// bootstrapKey creates an organization and project through `filemill admin bootstrap`
+// with the given flags and returns its live key.
+func bootstrapKey(t *testing.T, dir string, env []string, flags ...string) string {
+	t.Helper()
+	out, stderr, err := runCLI(t, dir, env, append(append([]string{"admin", "bootstrap"}, flags...), "--json")...)
+	require.NoError(t, err, stderr)
+	var boot map[string]string
+	require.NoError(t, json.Unmarshal([]byte(out), &boot))
+	return boot["api_key"]
+}

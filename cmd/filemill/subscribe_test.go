@@ -43,11 +43,7 @@ func TestSubscriptionSeesAJobRunByAnotherProcess(t *testing.T) {
 		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORKER_CONCURRENCY=1", "FILEMILL_ENGINE_CONCURRENCY=inspect=1", "FILEMILL_ENGINES=inspect",
 		"FILEMILL_WORK_DIR="+t.TempDir())
 	base := "http://" + addr
-	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "g", "--project", "p", "--credits", "10", "--json")
-	require.NoError(t, err, stderr)
-	var boot map[string]string
-	require.NoError(t, json.Unmarshal([]byte(out), &boot))
-	key := boot["api_key"]
+	key := bootstrapKey(t, dir, env, "--org", "g", "--project", "p", "--credits", "10")
 	start(t, dir, env, "api")
 	waitReady(t, base)
 

@@ -54,11 +54,7 @@ func TestWebhooksAcrossProcesses(t *testing.T) {
 		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_OUTBOUND_ALLOW_CIDRS=127.0.0.1",
 		"SSL_CERT_FILE="+caFile)
 	base := "http://" + addr
-	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "w", "--project", "p", "--credits", "10", "--json")
-	require.NoError(t, err, stderr)
-	var boot map[string]string
-	require.NoError(t, json.Unmarshal([]byte(out), &boot))
-	key := boot["api_key"]
+	key := bootstrapKey(t, dir, env, "--org", "w", "--project", "p", "--credits", "10")
 	start(t, dir, env, "api")
 	start(t, dir, env, "worker")
 	waitReady(t, base)

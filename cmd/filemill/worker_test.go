@@ -83,11 +83,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORKER_CONCURRENCY=1", "FILEMILL_WORK_DIR="+work)
 	base := "http://" + addr
 
-	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "k", "--project", "p", "--credits", "10", "--json")
-	require.NoError(t, err, stderr)
-	var boot map[string]string
-	require.NoError(t, json.Unmarshal([]byte(out), &boot))
-	key := boot["api_key"]
+	key := bootstrapKey(t, dir, env, "--org", "k", "--project", "p", "--credits", "10")
 
 	start(t, dir, env, "api")
 	waitReady(t, base)
@@ -176,11 +172,7 @@ func TestAvailabilityFollowsWorkers(t *testing.T) {
 		"FILEMILL_DATA_DIR="+dir, "FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+storageAddr,
 		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORK_DIR="+t.TempDir())
 	base := "http://" + addr
-	out, stderr, err := runCLI(t, dir, env, "admin", "bootstrap", "--org", "k", "--project", "p", "--credits", "10", "--json")
-	require.NoError(t, err, stderr)
-	var boot map[string]string
-	require.NoError(t, json.Unmarshal([]byte(out), &boot))
-	key := boot["api_key"]
+	key := bootstrapKey(t, dir, env, "--org", "k", "--project", "p", "--credits", "10")
 	start(t, dir, env, "api")
 	waitReady(t, base)
 
