@@ -134,9 +134,10 @@ func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	if timeout <= 0 {
 		timeout = q.cfg.JobTimeout
 	}
+	queue := q.queueOf(t)
 	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(t.JobID),
 		asynq.TaskID(t.JobID),
-		asynq.Queue(q.queueOf(t)),
+		asynq.Queue(queue),
 		asynq.MaxRetry(q.cfg.MaxRetry),
 		asynq.Timeout(timeout),
 		asynq.Retention(q.cfg.Retention),
@@ -147,6 +148,7 @@ func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("enqueue job %s: %w", t.JobID, err)
 	}
+	publishQueued(ctx, q.rdb, queue)
 	return true, nil
 }
 
@@ -206,6 +208,7 @@ func (q *Queue) RedriveJob(ctx context.Context, t domain.JobTask) (bool, error) 
 			}
 			return false, fmt.Errorf("redrive job %s: run %s task: %w", t.JobID, info.State, err)
 		}
+		publishQueued(ctx, q.rdb, name)
 		return true, nil
 	}
 	return q.enqueue(ctx, t)

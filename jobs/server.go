@@ -30,10 +30,11 @@ type ServerConfig struct {
 	Queues map[string]int
 	// RetryDelayFunc spaces retries (default ExponentialBackoff(2s, 5, 10m)).
 	RetryDelayFunc asynq.RetryDelayFunc
-	// TaskCheckInterval is how often an idle worker looks for new tasks: a job queued
-	// on an idle worker waits about this long before it starts. asynq polls rather than
-	// blocks; at 10 ms an idle `filemill serve` costs about 1% of a core in Redis and
-	// 3% in itself (measured on 2 cores), and a job waits about 10 ms for a worker.
+	// TaskCheckInterval is how often an idle worker looks for new tasks when no
+	// wake-up comes. An enqueue publishes its queue and wakes the idle workers of that
+	// queue at once; polling only catches what no enqueue announced (retries asynq moves
+	// back, a wake-up lost with a dropped subscription). Each idle look costs a Redis
+	// script per queue.
 	TaskCheckInterval time.Duration
 	// DelayedTaskCheckInterval is how often tasks due for a retry are moved back to
 	// their queue (asynq: 5s); a retry runs up to this much later than its delay.
@@ -181,6 +182,7 @@ type Server struct {
 	pools     []*asynq.Server // the job queues of each Pool
 	sweeps    *asynq.Server   // the sweep queue, with workers of its own
 	mux       *asynq.ServeMux
+	waker     *waker // wakes the job servers at an enqueue
 	client    *asynq.Client
 	inspector *asynq.Inspector
 
@@ -203,6 +205,8 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	s := &Server{cfg: cfg, cfgErr: cfg.Validate(), log: logger, mux: asynq.NewServeMux(),
 		repeated: logging.NewRepeated(logger, cfg.LogRepeatInterval)}
 	s.rdb = newRedisClient(opt)
+	s.waker = newWaker()
+	s.rdb.AddHook(s.waker)
 	s.client = asynq.NewClientFromRedisClient(s.rdb)
 	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
 	s.mux.Use(SkipNonRetryable)
@@ -210,18 +214,29 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	if mainPoll <= 0 {
 		mainPoll = cfg.TaskCheckInterval
 	}
-	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues, mainPoll)
+	s.srv = s.newAsynq(cfg.Concurrency, cfg.Queues, s.wakeable(cfg.Queues, mainPoll))
 	for _, p := range cfg.Pools {
 		poll := p.PollInterval
 		if poll <= 0 {
 			poll = cfg.TaskCheckInterval
 		}
-		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues, poll))
+		s.pools = append(s.pools, s.newAsynq(p.Concurrency, p.Queues, s.wakeable(p.Queues, poll)))
 	}
 	// Sweeps are few and short; two workers of their own keep one from waiting for
-	// another, and a poll of 200 ms is prompt enough for a task fired every few seconds.
-	s.sweeps = s.newAsynq(2, map[string]int{SweepQueueName: 1}, max(cfg.TaskCheckInterval, 200*time.Millisecond))
+	// another, and a poll of 200 ms to 1 s is prompt enough for a task fired every few
+	// seconds (asynq sleeps it out at shutdown, so it stays short).
+	s.sweeps = s.newAsynq(2, map[string]int{SweepQueueName: 1}, min(max(cfg.TaskCheckInterval, 200*time.Millisecond), time.Second))
 	return s
+}
+
+// wakeable registers job queues with the waker, which then waits up to poll for their
+// tasks; asynq's own poll becomes the short sleep after a look. Queues another server
+// serves already keep plain polling.
+func (s *Server) wakeable(queues map[string]int, poll time.Duration) time.Duration {
+	if s.waker.serve(queues, poll) {
+		return wakeSleep
+	}
+	return poll
 }
 
 func (s *Server) newAsynq(concurrency int, queues map[string]int, poll time.Duration) *asynq.Server {
@@ -291,6 +306,11 @@ func (s *Server) Start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.waker.listen(ctx, s.rdb)
+	}()
 	for _, e := range s.periodic {
 		s.wg.Add(1)
 		go func() {
@@ -318,6 +338,7 @@ func (s *Server) Shutdown() {
 			s.stop()
 		}
 		s.mu.Unlock()
+		s.waker.close()
 		s.wg.Wait()
 		// The pools stop together, so their running tasks share one shutdown timeout.
 		var wg sync.WaitGroup
