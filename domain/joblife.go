@@ -526,28 +526,36 @@ var ErrJobSkipped = errors.New("job is not runnable")
 // running job whose lease holds is another worker's: ErrNotRun. A job claimed
 // Config.MaxJobClaims times already fails instead (ErrJobSkipped).
 func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
+	j, _, err := s.claimJob(ctx, id, false)
+	return j, err
+}
+
+// claimJob is ClaimJob; with withFile it also reads the job's file while the claim is
+// written, since the attempt needs both and neither read waits on the other. The file
+// is nil when that read failed (the run reads it again, with its own errors).
+func (s *Jobs) claimJob(ctx context.Context, id string, withFile bool) (*Job, *File, error) {
 	j, err := s.Store.FindJobByID(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return nil, ErrJobSkipped
+		return nil, nil, ErrJobSkipped
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if j.State != JobQueued && j.State != JobRunning {
-		return nil, ErrJobSkipped
+		return nil, nil, ErrJobSkipped
 	}
 	now := s.Clock.Now()
 	if j.State == JobRunning && j.LeaseExpiresAt != nil && now.Before(*j.LeaseExpiresAt) {
-		return nil, fmt.Errorf("job %s: %w: another worker's claim holds until %s", id, ErrNotRun, j.LeaseExpiresAt.Format(time.RFC3339))
+		return nil, nil, fmt.Errorf("job %s: %w: another worker's claim holds until %s", id, ErrNotRun, j.LeaseExpiresAt.Format(time.RFC3339))
 	}
 	if j.Attempts >= s.Config.MaxJobClaims {
 		// Its attempts keep ending without an outcome (the worker killed, most likely by
 		// the job itself): another would end the same way.
 		err := s.FailJob(ctx, j, &Error{Code: CodeInternal, Message: "the job stopped its worker repeatedly and was given up"})
 		if err != nil && !errors.Is(err, ErrJobSkipped) {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, ErrJobSkipped
+		return nil, nil, ErrJobSkipped
 	}
 	lease := now.Add(s.Config.JobLease)
 	next := *j
@@ -559,31 +567,57 @@ func (s *Jobs) ClaimJob(ctx context.Context, id string) (*Job, error) {
 	if j.State == JobQueued {
 		e, err := newJobEvent(EventJobRunning, &next, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		t.Events = []*Event{e}
 	}
-	if err := s.Store.TransitionJob(ctx, t); err != nil {
-		if errors.Is(err, ErrStaleJob) {
-			return nil, ErrJobSkipped
-		}
-		return nil, err
+	var f *File
+	var read sync.WaitGroup
+	if withFile {
+		read.Go(func() {
+			if fr, err := s.Store.FindFileByID(ctx, j.FileID); err == nil {
+				f = fr
+			}
+		})
 	}
-	return &next, nil
+	err = s.Store.TransitionJob(ctx, t)
+	read.Wait()
+	if err != nil {
+		if errors.Is(err, ErrStaleJob) {
+			return nil, nil, ErrJobSkipped
+		}
+		return nil, nil, err
+	}
+	return &next, f, nil
 }
 
 // WorkDirPrefix begins the name of the directory a job attempt works in.
 const WorkDirPrefix = "job-"
 
-// RunJob runs a claimed job's pipeline on local copies of its files, in a temporary
-// directory removed afterwards: each step reads what the step before it passed on,
-// every output is verified, and the outputs of the steps that keep theirs are stored
-// as artifacts. It returns the artifacts and what the work cost, from the units each
-// step processed.
-func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact, int64, error) {
-	f, err := s.Store.FindFileByID(ctx, j.FileID)
+// newScratch makes the directory one attempt of job works in, under tmpRoot.
+func newScratch(tmpRoot, jobID string) (string, error) {
+	err := os.MkdirAll(tmpRoot, 0o700)
+	var dir string
+	if err == nil {
+		dir, err = os.MkdirTemp(tmpRoot, WorkDirPrefix+jobID+"-")
+	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("file of job %s: %w", j.ID, err)
+		return "", scratchUnavailable(err)
+	}
+	return dir, nil
+}
+
+// runJob runs a claimed job's pipeline on local copies of its files, in dir, an empty
+// scratch directory the caller removes: each step reads what the step before it passed
+// on, every output is verified, and the outputs of the steps that keep theirs are
+// stored as artifacts. f is the job's file when already read (nil: read it here). It
+// returns the artifacts and what the work cost, from the units each step processed.
+func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Artifact, int64, error) {
+	if f == nil {
+		var err error
+		if f, err = s.Store.FindFileByID(ctx, j.FileID); err != nil {
+			return nil, 0, fmt.Errorf("file of job %s: %w", j.ID, err)
+		}
 	}
 	if f.Status != FileReady {
 		return nil, 0, &Error{Code: CodeConflict, Message: "the file is " + f.Status}
@@ -592,15 +626,6 @@ func (s *Jobs) RunJob(ctx context.Context, j *Job, tmpRoot string) ([]*Artifact,
 	if op == nil {
 		return nil, 0, &Error{Code: CodeUnsupportedOperation, Message: "this deployment does not know the job's operation"}
 	}
-	err = os.MkdirAll(tmpRoot, 0o700)
-	var dir string
-	if err == nil {
-		dir, err = os.MkdirTemp(tmpRoot, WorkDirPrefix+j.ID+"-")
-	}
-	if err != nil {
-		return nil, 0, scratchUnavailable(err)
-	}
-	defer os.RemoveAll(dir)
 	first, err := s.fetchInput(ctx, j, f, filepath.Join(dir, "input"))
 	if err != nil {
 		return nil, 0, err
@@ -764,7 +789,8 @@ func (s *Jobs) download(ctx context.Context, key, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.CopyBuffer(out, rc, make([]byte, 1<<20)); err != nil {
+	// io.Copy lets a file copy to a file in the kernel (copy_file_range).
+	if _, err := io.Copy(out, rc); err != nil {
 		out.Close()
 		return err
 	}
@@ -864,14 +890,22 @@ func Retryable(err error) bool {
 // running. An attempt the store's absence cut short did not run the job: its error
 // wraps ErrNotRun, and it neither fails the job nor counts as one of its attempts.
 func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) error {
-	j, err := s.ClaimJob(ctx, id)
+	j, f, err := s.claimJob(ctx, id, true)
 	if err != nil {
 		return s.notRun(ctx, err)
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopLease := s.keepLease(runCtx, j, cancel)
-	arts, cost, runErr := s.RunJob(runCtx, j, tmpRoot)
+	var arts []*Artifact
+	var cost int64
+	dir, runErr := newScratch(tmpRoot, j.ID)
+	if runErr == nil {
+		// Removed once the outcome is recorded: removing a tree takes a while, and the
+		// job's result need not wait for it.
+		defer os.RemoveAll(dir)
+		arts, cost, runErr = s.runJob(runCtx, j, f, dir)
+	}
 	stopLease()
 	if errors.Is(context.Cause(runCtx), errLeaseLost) {
 		// Another worker took the job over: the outcome is its to record.
