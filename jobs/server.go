@@ -285,7 +285,11 @@ func (s *Server) Start() error {
 			return e.err
 		}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wakeups := s.waker.subscribe(ctx, s.rdb)
 	if err := s.srv.Start(s.mux); err != nil {
+		cancel()
+		wakeups.Close()
 		return fmt.Errorf("start worker server: %w", err)
 	}
 	for i, p := range s.pools {
@@ -294,6 +298,8 @@ func (s *Server) Start() error {
 				started.Shutdown()
 			}
 			s.srv.Shutdown()
+			cancel()
+			wakeups.Close()
 			return fmt.Errorf("start worker pool %s: %w", s.cfg.Pools[i].Name, err)
 		}
 	}
@@ -302,14 +308,15 @@ func (s *Server) Start() error {
 			started.Shutdown()
 		}
 		s.srv.Shutdown()
+		cancel()
+		wakeups.Close()
 		return fmt.Errorf("start sweep server: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.waker.listen(ctx, s.rdb)
+		s.waker.listen(ctx, wakeups)
 	}()
 	for _, e := range s.periodic {
 		s.wg.Add(1)

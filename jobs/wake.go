@@ -56,10 +56,20 @@ func (w *waker) serve(queues map[string]int, hold time.Duration) bool {
 	return true
 }
 
-// listen delivers wake-ups until ctx ends; go-redis subscribes again after a lost
-// connection.
-func (w *waker) listen(ctx context.Context, rdb redis.UniversalClient) {
+// subscribe subscribes to the wake-ups, waiting up to a few seconds for Redis to
+// confirm, so that no enqueue after the workers start goes unheard. A Redis that does
+// not answer yet is subscribed to later (go-redis tries again).
+func (w *waker) subscribe(ctx context.Context, rdb redis.UniversalClient) *redis.PubSub {
 	ps := rdb.Subscribe(ctx, wakeChannel)
+	confirm, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, _ = ps.Receive(confirm)
+	return ps
+}
+
+// listen delivers wake-ups from ps until ctx ends, then closes ps; go-redis subscribes
+// again after a lost connection.
+func (w *waker) listen(ctx context.Context, ps *redis.PubSub) {
 	defer ps.Close()
 	msgs := ps.Channel()
 	for {
