@@ -28,7 +28,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	for _, tool := range []string{"soffice", "/usr/bin/python3", "pdftotext", "pdfinfo", "pdftoppm"} {
+	for _, tool := range []string{"soffice", "/usr/bin/python3", "pdftotext", "pdfinfo", "pdftoppm", "pdfimages"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			fmt.Fprintf(os.Stderr, "%s is missing: apt-get install -y --no-install-recommends libreoffice-core-nogui "+
 				"libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui python3-uno "+
@@ -326,6 +326,95 @@ func TestDocumentsNeverFetchRemoteResources(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "linked image here")
 	require.Zero(t, hits.Load(), "the linked image was not fetched")
+
+	// The same in ODF, in Writer and in Impress (which loads linked images while
+	// importing, past the referrer check that guards Writer).
+	out, err = convert(t, e, "linked.odt", officetest.ODTWithLinkedImage(t, "odt linked image", srv.URL+"/odt.png"), "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "odt linked image")
+	out, err = convert(t, e, "linked.odp", officetest.ODPWithLinkedImage(t, "odp linked image", srv.URL+"/odp.png"), "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "odp linked image")
+	require.Zero(t, hits.Load(), "no linked image was fetched")
+	require.Zero(t, pdfImages(t, out.Artifacts[0].Path), "nothing stands in for the image")
+}
+
+func TestDocumentsNeverReadLocalFilesTheyLink(t *testing.T) {
+	t.Parallel()
+	e := sharedEngine(t)
+	// A real image outside the document's directory, linked by absolute file: URL.
+	img := filepath.Join(t.TempDir(), "elsewhere.png")
+	f, err := os.Create(img)
+	require.NoError(t, err)
+	require.NoError(t, png.Encode(f, image.NewGray(image.Rect(0, 0, 8, 8))))
+	require.NoError(t, f.Close())
+	url := "file://" + img
+	for _, doc := range []struct {
+		name string
+		data []byte
+	}{
+		{"local.odt", officetest.ODTWithLinkedImage(t, "local link", url)},
+		{"local.docx", officetest.DOCXWithLinkedImage(t, "local link", url)},
+	} {
+		out, err := convert(t, e, doc.name, doc.data, "pdf")
+		require.NoError(t, err, doc.name)
+		require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "local link", doc.name)
+		require.Zero(t, pdfImages(t, out.Artifacts[0].Path), "%s: the linked file is not in the PDF", doc.name)
+	}
+}
+
+// pdfImages counts the images a PDF draws (pdfimages -list: two header lines, then
+// one line an image).
+func pdfImages(t *testing.T, path string) int {
+	t.Helper()
+	out, err := exec.Command("pdfimages", "-list", path).Output()
+	require.NoError(t, err, "pdfimages reads the PDF")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.GreaterOrEqual(t, len(lines), 2, "pdfimages -list: %s", out)
+	return len(lines) - 2
+}
+
+func TestMacrosNeverRun(t *testing.T) {
+	t.Parallel()
+	e := sharedEngine(t)
+	hit := make(chan struct{}, 1)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case hit <- struct{}{}:
+		default:
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "macro-ran")
+	doc := officetest.ODTWithOpenMacro(t, "macro document", marker, srv.URL+"/macro")
+
+	// Macros do not run, and the document still converts.
+	out, err := convert(t, e, "macro.odt", doc, "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "macro document")
+	_, err = os.Stat(marker)
+	require.ErrorIs(t, err, os.ErrNotExist, "the macro did not write its marker")
+	require.Zero(t, hits.Load(), "the macro made no request")
+
+	// Control: the same document in an office that allows macros runs the macro, so
+	// the assertions above are about the engine, not a dead document.
+	path := filepath.Join(dir, "macro.odt")
+	require.NoError(t, os.WriteFile(path, doc, 0o600))
+	// A bound for a control whose macro does not end the office, not a timing.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	officetest.OpenAllowingMacros(ctx, t, path)
+	b, err := os.ReadFile(marker)
+	require.NoError(t, err, "the control ran the macro")
+	require.Equal(t, "ran", strings.TrimSpace(string(b)))
+	select {
+	case <-hit:
+	default:
+		t.Fatal("the control's macro reached the listener")
+	}
 }
 
 func TestImageToPDF(t *testing.T) {

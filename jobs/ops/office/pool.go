@@ -25,6 +25,11 @@ var helperPy []byte
 // to other files and the network are never updated, formulas are not recalculated on
 // load (a recalculation could call WEBSERVICE), and nothing is written back (no
 // backups, no recovery data, no locks).
+//
+// The office also loses its network content providers (http, https, WebDAV, FTP,
+// CMIS), so no URL in a document can be fetched whatever path asks for it: Impress
+// and Draw load linked images and OLE links on import with no referrer, which
+// BlockUntrustedRefererLinks does not stop, and UpdateDocMode does not cover.
 const profileSettings = `<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
@@ -40,6 +45,15 @@ const profileSettings = `<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Recovery/AutoSave"><prop oor:name="Enabled" oor:op="fuse"><value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Recovery/RecoveryInfo"><prop oor:name="Enabled" oor:op="fuse"><value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+<!-- The WebDAV (http, https, webdav), FTP and CMIS providers, by their names in LibreOffice's main.xcd. -->
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider3" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider4" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider4a" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider12" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider12a" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider12b" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider6" oor:op="remove"/></item>
+<item oor:path="/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"><node oor:name="Provider43" oor:op="remove"/></item>
 </oor:items>
 `
 

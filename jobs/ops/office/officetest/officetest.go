@@ -6,6 +6,7 @@ package officetest
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -203,4 +204,109 @@ func EncryptedODT(tb testing.TB) []byte {
  </manifest:file-entry>
 </manifest:manifest>`},
 	})
+}
+
+// odfNS declares the namespaces the ODF content below uses; event and script
+// language names are QNames, so dom: and ooo: must be declared for the events to load.
+const odfNS = `xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" ` +
+	`xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" ` +
+	`xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" ` +
+	`xmlns:ooo="http://openoffice.org/2004/office" xmlns:dom="http://www.w3.org/2001/xml-events" office:version="1.2"`
+
+func odf(tb testing.TB, mime, content string, extra [][2]string) []byte {
+	tb.Helper()
+	manifest := `<?xml version="1.0" encoding="UTF-8"?>
+<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">
+ <manifest:file-entry manifest:full-path="/" manifest:media-type="` + mime + `"/>
+ <manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>`
+	for _, p := range extra {
+		manifest += "\n <manifest:file-entry manifest:full-path=\"" + p[0] + "\" manifest:media-type=\"text/xml\"/>"
+	}
+	manifest += "\n</manifest:manifest>"
+	parts := [][2]string{{"mimetype", mime}, {"content.xml", `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + content}}
+	parts = append(parts, extra...)
+	return zipParts(tb, append(parts, [2]string{"META-INF/manifest.xml", manifest}))
+}
+
+// ODTWithOpenMacro returns a text document whose Basic macro, bound to the
+// document's open event, writes "ran" to marker, reads url (an HTTP GET through the
+// office) and then ends the office, so that a run that allows macros (see
+// OpenAllowingMacros) finishes by itself.
+func ODTWithOpenMacro(tb testing.TB, text, marker, url string) []byte {
+	tb.Helper()
+	basic := "Sub Main\n" +
+		"  n = FreeFile\n" +
+		"  Open \"" + marker + "\" For Output As #n\n" +
+		"  Print #n, \"ran\"\n" +
+		"  Close #n\n" +
+		"  On Error Resume Next\n" +
+		"  CreateUnoService(\"com.sun.star.ucb.SimpleFileAccess\").openFileRead(\"" + url + "\")\n" +
+		"  StarDesktop.terminate()\n" +
+		"End Sub\n"
+	content := `<office:document-content ` + odfNS + `><office:scripts><office:event-listeners>` +
+		`<script:event-listener script:language="ooo:script" script:event-name="dom:load" xlink:type="simple" ` +
+		`xlink:href="vnd.sun.star.script:Standard.Module1.Main?language=Basic&amp;location=document"/>` +
+		`</office:event-listeners></office:scripts><office:body><office:text><text:p>` + html.EscapeString(text) +
+		`</text:p></office:text></office:body></office:document-content>`
+	return odf(tb, "application/vnd.oasis.opendocument.text", content, [][2]string{
+		{"Basic/script-lc.xml", `<?xml version="1.0" encoding="UTF-8"?>
+<library:libraries xmlns:library="http://openoffice.org/2000/library" xmlns:xlink="http://www.w3.org/1999/xlink"><library:library library:name="Standard" library:link="false"/></library:libraries>`},
+		{"Basic/Standard/script-lb.xml", `<?xml version="1.0" encoding="UTF-8"?>
+<library:library xmlns:library="http://openoffice.org/2000/library" library:name="Standard" library:readonly="false" library:passwordprotected="false"><library:element library:name="Module1"/></library:library>`},
+		{"Basic/Standard/Module1.xml", `<?xml version="1.0" encoding="UTF-8"?>
+<script:module xmlns:script="http://openoffice.org/2000/script" script:name="Module1" script:language="StarBasic">` + html.EscapeString(basic) + `</script:module>`},
+	})
+}
+
+func linkedImage(url string) string {
+	return `<draw:frame draw:name="linked" text:anchor-type="as-char" svg:x="2cm" svg:y="6cm" svg:width="3cm" svg:height="3cm">` +
+		`<draw:image xlink:href="` + html.EscapeString(url) + `" xlink:type="simple" xlink:show="embed" xlink:actuate="onLoad"/></draw:frame>`
+}
+
+// ODTWithLinkedImage returns a one-paragraph text document showing an image that is
+// linked by url (http:, file: or relative), not embedded.
+func ODTWithLinkedImage(tb testing.TB, text, url string) []byte {
+	tb.Helper()
+	return odf(tb, "application/vnd.oasis.opendocument.text", `<office:document-content `+odfNS+`><office:body><office:text>`+
+		`<text:p>`+html.EscapeString(text)+`</text:p><text:p>`+linkedImage(url)+`</text:p></office:text></office:body></office:document-content>`, nil)
+}
+
+// ODPWithLinkedImage returns a one-slide presentation with a title and an image
+// linked by url, not embedded.
+func ODPWithLinkedImage(tb testing.TB, title, url string) []byte {
+	tb.Helper()
+	return odf(tb, "application/vnd.oasis.opendocument.presentation", `<office:document-content `+odfNS+`><office:body><office:presentation>`+
+		`<draw:page draw:name="s1"><draw:frame svg:x="2cm" svg:y="2cm" svg:width="20cm" svg:height="3cm"><draw:text-box><text:p>`+html.EscapeString(title)+
+		`</text:p></draw:text-box></draw:frame>`+linkedImage(url)+`</draw:page></office:presentation></office:body></office:document-content>`, nil)
+}
+
+// OpenAllowingMacros opens the document at path in a throwaway LibreOffice (own
+// profile, macro security low, so document macros run without asking) and returns
+// when that office exits. It is the control for ODTWithOpenMacro: the document's
+// macro ends the office; ctx bounds a run whose macro does not.
+func OpenAllowingMacros(ctx context.Context, tb testing.TB, path string) {
+	tb.Helper()
+	if _, err := exec.LookPath("soffice"); err != nil {
+		tb.Fatal("soffice is missing: apt-get install -y --no-install-recommends libreoffice-core-nogui libreoffice-writer-nogui")
+	}
+	prof := filepath.Join(tb.TempDir(), "profile")
+	if err := os.MkdirAll(filepath.Join(prof, "user"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	low := `<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>0</value></prop></item>
+</oor:items>`
+	if err := os.WriteFile(filepath.Join(prof, "user", "registrymodifications.xcu"), []byte(low), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	// Not --convert-to: a conversion loads the document hidden, and hidden documents
+	// do not get their open event.
+	cmd := exec.CommandContext(ctx, "soffice", "-env:UserInstallation=file://"+prof, "--headless", "--norestore", path)
+	cmd.Env = append(os.Environ(), "SAL_USE_VCLPLUGIN=svp")
+	// The exit status is not read: an office ended from inside a macro reports an error.
+	_ = cmd.Run()
+	if ctx.Err() != nil {
+		tb.Fatalf("LibreOffice with macros allowed did not end: the document's macro did not run (%v)", ctx.Err())
+	}
 }
