@@ -192,9 +192,16 @@ func (e *Engine) Verify(ctx context.Context, path string) error {
 		return &domain.Error{Code: domain.CodeOutputValidationFailed, Message: "the output is not an image libvips reads"}
 	}
 	hdr, err := readHeaderFile(path)
-	if err == nil && hdr.Pages > 1 && multiFrameLoader(hdr.Loader) {
+	switch {
+	case err != nil:
+	case hdr.Pages > 1 && multiFrameLoader(hdr.Loader):
 		_, err = verifyFile(path + "[n=-1]")
-	} else if err == nil {
+	case strings.HasPrefix(hdr.Loader, "webpload"):
+		var animated bool
+		if _, _, animated, err = verifyWebPFile(path); err == nil && animated {
+			_, err = verifyFile(path + "[n=-1]")
+		}
+	default:
 		_, err = verifyFile(path)
 	}
 	if err != nil {
