@@ -546,6 +546,17 @@ func (c *conversion) colour(img vimg, fi formatInfo) (vimg, error) {
 
 // verify reads the output back and checks its format, size and frames.
 func (c *conversion) verify(path string, fi formatInfo, g geometry, frames int) error {
+	if fi.code == fmtWebP && frames == 1 {
+		w, h, animated, err := verifyWebPFile(path)
+		if err != nil {
+			return c.fail(domain.CodeOutputValidationFailed, "the converted image does not decode", err)
+		}
+		if animated || w != g.outW || h != g.outH {
+			return c.fail(domain.CodeOutputValidationFailed, "the converted image is not what was asked for",
+				fmt.Errorf("output WebP %d×%d (animated: %t); expected %d×%d, 1 frame", w, h, animated, g.outW, g.outH))
+		}
+		return nil
+	}
 	pathOpts := path
 	if frames > 1 {
 		pathOpts += "[n=-1]"

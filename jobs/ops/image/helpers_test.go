@@ -381,6 +381,24 @@ func webpChunks(t testing.TB, data []byte) []string {
 	return ids
 }
 
+// shortenedWebP cuts a WebP's last chunk (the image data) to a third, fixing its size
+// and the RIFF size: the container still parses, the picture does not decode.
+func shortenedWebP(t testing.TB, data []byte) []byte {
+	t.Helper()
+	require.True(t, len(data) > 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP", "not a WebP")
+	last := 12
+	for i := 12; i+8 <= len(data); {
+		last = i
+		n := int(binary.LittleEndian.Uint32(data[i+4:]))
+		i += 8 + n + n%2
+	}
+	n := int(binary.LittleEndian.Uint32(data[last+4:])) / 3 &^ 1
+	out := append([]byte(nil), data[:last+8+n]...)
+	binary.LittleEndian.PutUint32(out[last+4:], uint32(n))
+	binary.LittleEndian.PutUint32(out[4:], uint32(len(out)-8))
+	return out
+}
+
 func count(ids []string, id string) int {
 	n := 0
 	for _, s := range ids {

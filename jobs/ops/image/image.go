@@ -34,8 +34,11 @@ type Config struct {
 	// divided by the image engine's concurrency (default: all cores). Process-wide.
 	Threads int
 	// CacheMaxOperations, CacheMaxMemory and CacheMaxFiles bound libvips' operation
-	// cache (process-wide). Conversions of distinct uploads rarely repeat an operation,
-	// so the cache is kept small; files are never held open by it.
+	// cache (process-wide). It is off by default (0): conversions of distinct uploads
+	// never repeat an operation, libvips 8.14 keys a cached load by the file's name,
+	// not its content, and a load cached from an earlier conversion of the same path
+	// made each later one slower (measured). CacheMaxMemory defaults to 16 MiB once
+	// operations are cached; files are never held open by it.
 	CacheMaxOperations int
 	CacheMaxMemory     int64
 	CacheMaxFiles      int
@@ -50,9 +53,6 @@ func DefaultConfig() Config {
 		MaxOutputDimension: 16383,
 		MaxFrames:          500,
 		Threads:            runtime.NumCPU(),
-		CacheMaxOperations: 100,
-		CacheMaxMemory:     16 << 20,
-		CacheMaxFiles:      0,
 	}
 }
 
@@ -91,11 +91,8 @@ func (c Config) withDefaults() Config {
 	if c.Threads <= 0 {
 		c.Threads = d.Threads
 	}
-	if c.CacheMaxOperations <= 0 {
-		c.CacheMaxOperations = d.CacheMaxOperations
-	}
-	if c.CacheMaxMemory <= 0 {
-		c.CacheMaxMemory = d.CacheMaxMemory
+	if c.CacheMaxOperations > 0 && c.CacheMaxMemory <= 0 {
+		c.CacheMaxMemory = 16 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -195,9 +192,16 @@ func (e *Engine) Verify(ctx context.Context, path string) error {
 		return &domain.Error{Code: domain.CodeOutputValidationFailed, Message: "the output is not an image libvips reads"}
 	}
 	hdr, err := readHeaderFile(path)
-	if err == nil && hdr.Pages > 1 && multiFrameLoader(hdr.Loader) {
+	switch {
+	case err != nil:
+	case hdr.Pages > 1 && multiFrameLoader(hdr.Loader):
 		_, err = verifyFile(path + "[n=-1]")
-	} else if err == nil {
+	case strings.HasPrefix(hdr.Loader, "webpload"):
+		var animated bool
+		if _, _, animated, err = verifyWebPFile(path); err == nil && animated {
+			_, err = verifyFile(path + "[n=-1]")
+		}
+	default:
 		_, err = verifyFile(path)
 	}
 	if err != nil {

@@ -563,20 +563,31 @@ func convertRaw(t *testing.T, opts json.RawMessage) *result {
 	return convert(t, "a.png", encPNG(t, photo(320, 200, 1)), m)
 }
 
-// TestVerify: the verifier for outputs Go cannot decode reads AVIF and every frame of an
-// animated WebP, and refuses a damaged one.
+// TestVerify: the verifier for outputs Go cannot decode reads AVIF, still WebP (lossy,
+// with alpha, lossless) and every frame of an animated WebP, and refuses a damaged one.
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	e := engine(t)
 	dir := t.TempDir()
 	anim := convert(t, "a.gif", animatedGIF(t, 120, 80, 3), map[string]any{"format": "webp", "animated": true}).data
 	avif := convert(t, "a.png", encPNG(t, photo(64, 48, 1)), map[string]any{"format": "avif", "effort": 0}).data
-	for name, data := range map[string][]byte{"anim.webp": anim, "a.avif": avif} {
+	translucent := photo(64, 48, 2)
+	fill(translucent, goimage.Rect(0, 0, 32, 48), color.NRGBA{10, 200, 30, 90})
+	still := convert(t, "a.png", encPNG(t, photo(64, 48, 1)), map[string]any{"format": "webp"}).data
+	alpha := convert(t, "a.png", encPNG(t, translucent), map[string]any{"format": "webp"}).data
+	lossless := convert(t, "a.png", encPNG(t, translucent), map[string]any{"format": "webp", "lossless": true}).data
+	for name, data := range map[string][]byte{"anim.webp": anim, "a.avif": avif, "still.webp": still,
+		"alpha.webp": alpha, "lossless.webp": lossless} {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, data, 0o600))
 		require.NoError(t, e.Verify(context.Background(), p), name)
 		cut := filepath.Join(dir, "cut-"+name)
 		require.NoError(t, os.WriteFile(cut, data[:len(data)*2/3], 0o600))
 		requireCode(t, e.Verify(context.Background(), cut), domain.CodeOutputValidationFailed)
+		if strings.HasSuffix(name, ".webp") && name != "anim.webp" {
+			short := filepath.Join(dir, "short-"+name)
+			require.NoError(t, os.WriteFile(short, shortenedWebP(t, data), 0o600))
+			requireCode(t, e.Verify(context.Background(), short), domain.CodeOutputValidationFailed)
+		}
 	}
 }

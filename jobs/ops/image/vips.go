@@ -1,7 +1,7 @@
 package image
 
 /*
-#cgo pkg-config: vips
+#cgo pkg-config: vips libwebp
 #include "vips.h"
 */
 import "C"
@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"unsafe"
@@ -267,6 +268,26 @@ func verifyFile(pathOpts string) (header, error) {
 		return header{}, vipsError()
 	}
 	return toHeader(&h), nil
+}
+
+// verifyWebPFile decodes the still WebP at path in full and returns its size;
+// animated reports an animation, left undecoded.
+func verifyWebPFile(path string) (w, h int, animated bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if len(data) == 0 {
+		return 0, 0, false, errors.New("empty WebP")
+	}
+	var cw, ch C.int
+	switch C.fm_verify_webp(unsafe.Pointer(&data[0]), C.size_t(len(data)), &cw, &ch) {
+	case 0:
+		return int(cw), int(ch), false, nil
+	case 1:
+		return 0, 0, true, nil
+	}
+	return 0, 0, false, vipsError()
 }
 
 // threadDone frees what libvips keeps for the calling OS thread; call it at the end of

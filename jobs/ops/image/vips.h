@@ -54,6 +54,7 @@ int fm_arrayjoin(VipsImage **in, int n, VipsImage **out);
 int fm_finish_meta(VipsImage *in, VipsImage **out, int strip, double res, int page_height);
 int fm_save(VipsImage *in, const char *path, const FmSave *o);
 int fm_verify(const char *path_opts, FmHeader *h);
+int fm_verify_webp(const void *data, size_t len, int *width, int *height);
 
 void fm_set_kill(VipsImage *im);
 char *fm_error(void);
