@@ -4,6 +4,7 @@ package ocr
 #cgo pkg-config: tesseract lept
 #cgo LDFLAGS: -lgomp
 #include <stdlib.h>
+#include <string.h>
 #include <omp.h>
 #include <tesseract/capi.h>
 #include <leptonica/allheaders.h>
@@ -39,13 +40,14 @@ static PIX *fm_pix_from(const unsigned char *src, int w, int h, int stride, int 
 		const unsigned char *s = src + (size_t)y * stride;
 		l_uint32 *line = data + (size_t)y * wpl;
 		if (gray) {
-			for (int x = 0; x < w; x++) SET_DATA_BYTE(line, x, s[x]);
+			memcpy(line, s, w); // in byte order; swapped into leptonica's words below
 		} else {
 			for (int x = 0; x < w; x++, s += 4)
 				line[x] = ((l_uint32)s[0] << L_RED_SHIFT) | ((l_uint32)s[1] << L_GREEN_SHIFT) | ((l_uint32)s[2] << L_BLUE_SHIFT);
 		}
 	}
-	if (!gray) pixSetSpp(pix, 3);
+	if (gray) pixEndianByteSwap(pix);
+	else pixSetSpp(pix, 3);
 	return pix;
 }
 */
