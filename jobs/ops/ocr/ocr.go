@@ -45,6 +45,9 @@ const (
 // png, jpeg or webp. The platform plugs the PDF engine's renderer in here.
 type RenderPageFunc func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error
 
+// RenderBitmapFunc renders one page (1-based) of a PDF at dpi into memory.
+type RenderBitmapFunc func(ctx context.Context, pdfPath string, page, dpi int) (*Bitmap, error)
+
 // Config bounds one OCR run. Zero fields take the defaults.
 type Config struct {
 	// TessdataDir holds the *.traineddata language files; default $TESSDATA_PREFIX or
@@ -62,9 +65,12 @@ type Config struct {
 	MaxPages int
 	// MaxPixels refuses larger page images with unsupported_input; default 100 MP.
 	MaxPixels int64
-	// RenderPage renders a PDF page for recognition; nil makes PDF input unsupported.
+	// RenderPage renders a PDF page for recognition into an image file. RenderBitmap,
+	// when set, is used instead: the pixels reach tesseract without being encoded into
+	// a file and decoded again. Without either, PDF input is unsupported.
 	// CountPDFPages counts a PDF's pages; nil uses pdfcpu.
 	RenderPage    RenderPageFunc
+	RenderBitmap  RenderBitmapFunc
 	CountPDFPages func(ctx context.Context, pdfPath string) (int, error)
 }
 
@@ -312,7 +318,7 @@ func (j *job) plan(ctx context.Context) error {
 		return err
 	}
 	if j.in.Format.MIMEType == "application/pdf" {
-		if j.e.cfg.RenderPage == nil {
+		if !j.e.canRender() {
 			return domain.Errorf(domain.CodeUnsupportedInput, "PDF input is not available on this worker")
 		}
 		n, err := j.e.countPDF(ctx, j.in.Path)
@@ -441,29 +447,59 @@ func (j *job) recognize(ctx context.Context) error {
 
 // page renders (for a PDF) and recognises page p (0-based).
 func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
-	img := j.in.Path
-	if j.isPDF {
-		img = filepath.Join(j.scratch, fmt.Sprintf("page-%d.png", p+1))
-		if err := j.e.cfg.RenderPage(ctx, j.in.Path, p+1, j.e.cfg.DPI, "png", img); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("ocr: render page %d: %w", p+1, err)
-		}
-		if err := j.e.checkImage(img); err != nil {
-			return nil, err
-		}
-		defer os.Remove(img)
-	}
+	img := pageImage{path: j.in.Path}
 	pdfBase := ""
 	if j.pdf {
 		pdfBase = filepath.Join(j.scratch, fmt.Sprintf("page-%d", p+1))
+	}
+	if j.isPDF {
+		var err error
+		if img, err = j.e.renderPage(ctx, j.in.Path, p+1, j.scratch); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		// The page's image file, rendered or written from the bitmap for the searchable
+		// PDF, is needed only until the page is done.
+		defer os.Remove(filepath.Join(j.scratch, fmt.Sprintf("page-%d.png", p+1)))
 	}
 	res, err := a.page(ctx, img, j.dpi(), j.words, pdfBase, j.e.cfg.TessdataDir)
 	if errors.Is(err, errUnreadableImage) {
 		return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
 	}
 	return res, err
+}
+
+// canRender reports whether PDF pages can be rendered for recognition.
+func (e *Engine) canRender() bool { return e.cfg.RenderBitmap != nil || e.cfg.RenderPage != nil }
+
+// renderPage renders page (1-based) of the PDF at the configured DPI: into memory with
+// RenderBitmap, else into an image file in dir. The rendered page passes the same
+// size checks as an image input.
+func (e *Engine) renderPage(ctx context.Context, pdfPath string, page int, dir string) (pageImage, error) {
+	if e.cfg.RenderBitmap != nil {
+		b, err := e.cfg.RenderBitmap(ctx, pdfPath, page, e.cfg.DPI)
+		if err != nil {
+			return pageImage{}, fmt.Errorf("ocr: render page %d: %w", page, err)
+		}
+		if int64(b.Width)*int64(b.Height) > e.cfg.MaxPixels {
+			return pageImage{}, domain.Errorf(domain.CodeUnsupportedInput, "the page is larger than %d pixels", e.cfg.MaxPixels)
+		}
+		if !b.valid() {
+			return pageImage{}, fmt.Errorf("ocr: render page %d: a %d×%d bitmap of %d bytes", page, b.Width, b.Height, len(b.Pix))
+		}
+		return pageImage{bitmap: b}, nil
+	}
+	img := filepath.Join(dir, fmt.Sprintf("page-%d.png", page))
+	if err := e.cfg.RenderPage(ctx, pdfPath, page, e.cfg.DPI, "png", img); err != nil {
+		return pageImage{}, fmt.Errorf("ocr: render page %d: %w", page, err)
+	}
+	if err := e.checkImage(img); err != nil {
+		os.Remove(img)
+		return pageImage{}, err
+	}
+	return pageImage{path: img}, nil
 }
 
 // dpi is the resolution of the recognised images when known (rendered PDF pages);
@@ -611,7 +647,7 @@ func (p *apiPool) close() {
 // recognises its words in English, with the loaded instances jobs use: for engines that
 // read a PDF's text layer and need the words of a page that has none (ai-ready).
 func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*WordsPage, error) {
-	if e.cfg.RenderPage == nil {
+	if !e.canRender() {
 		return nil, domain.Errorf(domain.CodeUnsupportedInput, "PDF pages cannot be recognised on this worker: no renderer")
 	}
 	dir, err := os.MkdirTemp("", "filemill-ocr-page-*")
@@ -619,11 +655,8 @@ func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	img := filepath.Join(dir, "page.png")
-	if err := e.cfg.RenderPage(ctx, pdfPath, page, e.cfg.DPI, "png", img); err != nil {
-		return nil, fmt.Errorf("ocr: render page %d: %w", page, err)
-	}
-	if err := e.checkImage(img); err != nil {
+	img, err := e.renderPage(ctx, pdfPath, page, dir)
+	if err != nil {
 		return nil, err
 	}
 	a, err := e.pool.get("eng")

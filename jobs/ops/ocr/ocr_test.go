@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,4 +335,101 @@ func TestCheckVersionLanguages(t *testing.T) {
 	require.Len(t, specs, 1)
 	require.Equal(t, domain.Price{Credits: 2, Per: "page"}, specs[0].Price)
 	require.Equal(t, "ocr", specs[0].Engine)
+}
+
+// pdftoppmBitmap renders like pdftoppm and hands over the decoded pixels, as the
+// platform's in-memory renderer does: gray bytes, or R, G, B and an unused byte.
+func pdftoppmBitmap(gray bool) ocr.RenderBitmapFunc {
+	return func(ctx context.Context, pdf string, page, dpi int) (*ocr.Bitmap, error) {
+		dir, err := os.MkdirTemp("", "ocr-bitmap-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "page.png")
+		if err := pdftoppmColor(gray)(ctx, pdf, page, dpi, "png", out); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		img, err := png.Decode(f)
+		if err != nil {
+			return nil, err
+		}
+		r := img.Bounds()
+		if g, ok := img.(*image.Gray); ok && gray {
+			return &ocr.Bitmap{Width: r.Dx(), Height: r.Dy(), Stride: g.Stride, Gray: true, Pix: g.Pix}, nil
+		}
+		rgba := image.NewRGBA(r)
+		draw.Draw(rgba, r, img, r.Min, draw.Src)
+		return &ocr.Bitmap{Width: r.Dx(), Height: r.Dy(), Stride: rgba.Stride, Pix: rgba.Pix}, nil
+	}
+}
+
+// pdftoppmColor is pdftoppm rendering in gray or in colour.
+func pdftoppmColor(gray bool) ocr.RenderPageFunc {
+	if gray {
+		return pdftoppm
+	}
+	return func(ctx context.Context, pdf string, page, dpi int, _, out string) error {
+		cmd := exec.CommandContext(ctx, "pdftoppm", "-png", "-singlefile", "-r", strconv.Itoa(dpi),
+			"-f", strconv.Itoa(page), "-l", strconv.Itoa(page), pdf, strings.TrimSuffix(out, ".png"))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("pdftoppm: %v: %s", err, b)
+		}
+		return nil
+	}
+}
+
+// A page rendered into memory is recognised exactly as the same page rendered into an
+// image file: same text, same words, boxes and confidences, same text layer.
+func TestBitmapPageGivesWhatItsImageFileGives(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	words := ocrtest.Text(4, 120)
+	page := ocrtest.WritePNG(t, dir, "p.png", ocrtest.Page(t, ocrtest.Lines(words, 10)))
+	pdf := ocrtest.PDF(t, []string{page}, filepath.Join(dir, "scan.pdf"))
+	opts := ocr.Options{Outputs: []string{"text", "words", "pdf"}}
+	for _, gray := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Gray", false: "RGB"}[gray], func(t *testing.T) {
+			t.Parallel()
+			fromFile, err := ocr.New(ocr.Config{RenderPage: pdftoppmColor(gray)})
+			require.NoError(t, err)
+			defer fromFile.Close()
+			fromMemory, err := ocr.New(ocr.Config{RenderBitmap: pdftoppmBitmap(gray)})
+			require.NoError(t, err)
+			defer fromMemory.Close()
+
+			want, err := run(t, fromFile, pdf, opts, nil)
+			require.NoError(t, err)
+			got, err := run(t, fromMemory, pdf, opts, nil)
+			require.NoError(t, err)
+			for _, name := range []string{"scan.txt", "scan.words.json"} {
+				w, err := os.ReadFile(artifact(t, want, name))
+				require.NoError(t, err)
+				g, err := os.ReadFile(artifact(t, got, name))
+				require.NoError(t, err)
+				require.Equal(t, string(w), string(g), name)
+			}
+			text, _ := os.ReadFile(artifact(t, got, "scan.txt"))
+			require.GreaterOrEqual(t, accuracy(words, string(text)), 0.98)
+			wl, err := exec.Command("pdftotext", "-raw", artifact(t, want, "scan.pdf"), "-").Output()
+			require.NoError(t, err)
+			gl, err := exec.Command("pdftotext", "-raw", artifact(t, got, "scan.pdf"), "-").Output()
+			require.NoError(t, err)
+			require.Equal(t, string(wl), string(gl), "the text layers")
+			info, err := exec.Command("pdfimages", "-list", artifact(t, got, "scan.pdf")).Output()
+			require.NoError(t, err)
+			require.Regexp(t, fmt.Sprintf(`\b%d\s+%d\b`, ocrtest.Width, ocrtest.Height), string(info), "the page image at full size")
+
+			small, err := ocr.New(ocr.Config{RenderBitmap: pdftoppmBitmap(gray), MaxPixels: 1000})
+			require.NoError(t, err)
+			defer small.Close()
+			_, err = run(t, small, pdf, ocr.Options{}, nil)
+			require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err), "%v", err)
+		})
+	}
 }

@@ -4,6 +4,7 @@ package ocr
 #cgo pkg-config: tesseract lept
 #cgo LDFLAGS: -lgomp
 #include <stdlib.h>
+#include <string.h>
 #include <omp.h>
 #include <tesseract/capi.h>
 #include <leptonica/allheaders.h>
@@ -26,6 +27,29 @@ static int fm_recognize(TessBaseAPI *h, int *flag) {
 static int fm_thread_limit(void) { return omp_get_thread_limit(); }
 
 static void fm_quiet(void) { setMsgSeverity(L_SEVERITY_NONE); }
+
+// fm_pix_from copies a page rendered in memory into a new PIX, laid out as leptonica
+// reads the same pixels from a PNG: one gray byte a pixel as 8 bpp, or R, G, B and an
+// unused byte as 32 bpp with 3 samples a pixel and the alpha byte zero.
+static PIX *fm_pix_from(const unsigned char *src, int w, int h, int stride, int gray) {
+	PIX *pix = pixCreate(w, h, gray ? 8 : 32);
+	if (pix == NULL) return NULL;
+	l_uint32 *data = pixGetData(pix);
+	int wpl = pixGetWpl(pix);
+	for (int y = 0; y < h; y++) {
+		const unsigned char *s = src + (size_t)y * stride;
+		l_uint32 *line = data + (size_t)y * wpl;
+		if (gray) {
+			memcpy(line, s, w); // in byte order; swapped into leptonica's words below
+		} else {
+			for (int x = 0; x < w; x++, s += 4)
+				line[x] = ((l_uint32)s[0] << L_RED_SHIFT) | ((l_uint32)s[1] << L_GREEN_SHIFT) | ((l_uint32)s[2] << L_BLUE_SHIFT);
+		}
+	}
+	if (gray) pixEndianByteSwap(pix);
+	else pixSetSpp(pix, 3);
+	return pix;
+}
 */
 import "C"
 
@@ -108,22 +132,85 @@ const psmAuto = 3
 
 var retryPSMs = []int{11, 6}
 
-// page reads the image at path and recognises it, retrying an empty page with the
-// sparse-text modes. When pdfBase is not empty it also writes pdfBase+".pdf": the
-// page image with an invisible text layer (the renderer reads the image from path).
-func (a *api) page(ctx context.Context, path string, dpi int, wantWords bool, pdfBase, fontDir string) (*pageResult, error) {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	pix := C.pixRead(cpath)
+// Bitmap is a page rendered in memory: Gray has one byte a pixel, otherwise four, R,
+// G, B and an unused byte. Rows are Stride bytes apart.
+type Bitmap struct {
+	Width, Height, Stride int
+	Gray                  bool
+	Pix                   []byte
+}
+
+// valid reports whether Pix holds the pixels the sizes promise.
+func (b *Bitmap) valid() bool {
+	bpp := 4
+	if b.Gray {
+		bpp = 1
+	}
+	return b.Width > 0 && b.Height > 0 && b.Stride >= b.Width*bpp &&
+		int64(len(b.Pix)) >= int64(b.Stride)*int64(b.Height-1)+int64(b.Width*bpp)
+}
+
+// pageImage is where a page's pixels come from: an image file tesseract decodes, or a
+// page already rendered in memory.
+type pageImage struct {
+	path   string
+	bitmap *Bitmap
+}
+
+// pix makes the page's PIX, which the caller destroys, and the name tesseract's
+// searchable-PDF renderer reads the page image from. A bitmap needs no image file for
+// recognition; only when a PDF is wanted is it written, losslessly, to pdfBase+".png".
+func (img pageImage) pix(pdfBase string) (*C.PIX, string, error) {
+	if img.bitmap == nil {
+		cpath := C.CString(img.path)
+		defer C.free(unsafe.Pointer(cpath))
+		pix := C.pixRead(cpath)
+		if pix == nil {
+			return nil, "", errUnreadableImage
+		}
+		return pix, img.path, nil
+	}
+	b := img.bitmap
+	if !b.valid() {
+		return nil, "", errUnreadableImage
+	}
+	gray := C.int(0)
+	if b.Gray {
+		gray = 1
+	}
+	pix := C.fm_pix_from((*C.uchar)(unsafe.Pointer(&b.Pix[0])), C.int(b.Width), C.int(b.Height), C.int(b.Stride), gray)
 	if pix == nil {
-		return nil, errUnreadableImage
+		return nil, "", errors.New("tesseract: no memory for the page image")
+	}
+	if pdfBase == "" {
+		return pix, "", nil
+	}
+	name := pdfBase + ".png"
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if C.pixWrite(cname, pix, C.IFF_PNG) != 0 {
+		C.pixDestroy(&pix)
+		return nil, "", fmt.Errorf("tesseract: cannot write the page image %s", name)
+	}
+	return pix, name, nil
+}
+
+// page recognises img, retrying an empty page with the sparse-text modes. When
+// pdfBase is not empty it also writes pdfBase+".pdf": the page image with an
+// invisible text layer.
+func (a *api) page(ctx context.Context, img pageImage, dpi int, wantWords bool, pdfBase, fontDir string) (*pageResult, error) {
+	pix, name, err := img.pix(pdfBase)
+	if err != nil {
+		return nil, err
 	}
 	defer C.pixDestroy(&pix)
 	defer C.TessBaseAPIClear(a.h)
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
 
 	res := &pageResult{psm: psmAuto}
 	for _, psm := range append([]int{psmAuto}, retryPSMs...) {
-		if err := a.recognize(ctx, pix, cpath, psm, dpi); err != nil {
+		if err := a.recognize(ctx, pix, cname, psm, dpi); err != nil {
 			return nil, err
 		}
 		res.psm = psm
@@ -148,10 +235,10 @@ func (a *api) page(ctx context.Context, path string, dpi int, wantWords bool, pd
 	return res, nil
 }
 
-func (a *api) recognize(ctx context.Context, pix *C.PIX, cpath *C.char, psm, dpi int) error {
+func (a *api) recognize(ctx context.Context, pix *C.PIX, cname *C.char, psm, dpi int) error {
 	C.TessBaseAPISetPageSegMode(a.h, C.TessPageSegMode(psm))
 	C.TessBaseAPISetImage2(a.h, pix)
-	C.TessBaseAPISetInputName(a.h, cpath)
+	C.TessBaseAPISetInputName(a.h, cname)
 	if dpi > 0 {
 		C.TessBaseAPISetSourceResolution(a.h, C.int(dpi))
 	}
