@@ -1,12 +1,10 @@
 package graph
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -22,6 +20,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/logging"
 )
 
 // ServerConfig holds the settings of the GraphQL door (Config is gqlgen's, of the
@@ -251,47 +250,15 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// statusRecorder remembers the status a handler wrote, and lets a websocket upgrade
-// take the connection.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (rec *statusRecorder) WriteHeader(code int) {
-	if rec.status == 0 {
-		rec.status = code
-	}
-	rec.ResponseWriter.WriteHeader(code)
-}
-
-func (rec *statusRecorder) Write(b []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	return rec.ResponseWriter.Write(b)
-}
-
-func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
-
-// Hijack hands the connection to a websocket upgrade, which answers 101.
-func (rec *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	conn, rw, err := http.NewResponseController(rec.ResponseWriter).Hijack()
-	if err == nil && rec.status == 0 {
-		rec.status = http.StatusSwitchingProtocols
-	}
-	return conn, rw, err
-}
-
 // withAccessLog logs one line per request, as the REST door does; a websocket's line
 // comes when it closes.
 func (s *Server) withAccessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &logging.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		s.logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Bool("websocket", r.Header.Get("Upgrade") != ""),
+			slog.String("path", r.URL.Path), slog.Int("status", rec.Status), slog.Bool("websocket", r.Header.Get("Upgrade") != ""),
 			slog.Duration("duration", time.Since(start)))
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/logging"
 )
 
 type ctxKey int
@@ -64,51 +65,26 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 	})
 }
 
-// statusRecorder remembers the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int
-}
-
-func (rec *statusRecorder) WriteHeader(code int) {
-	if rec.status == 0 {
-		rec.status = code
-	}
-	rec.ResponseWriter.WriteHeader(code)
-}
-
-func (rec *statusRecorder) Write(b []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	n, err := rec.ResponseWriter.Write(b)
-	rec.bytes += n
-	return n, err
-}
-
-func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
-
 func (s *Server) withAccessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &logging.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" {
 			return
 		}
 		logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
-			slog.Int("bytes", rec.bytes), slog.Duration("duration", time.Since(start)))
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.Status),
+			slog.Int("bytes", rec.Bytes), slog.Duration("duration", time.Since(start)))
 	})
 }
 
 func (s *Server) withMetrics(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &logging.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		s.metrics.observe(route, rec.status, time.Since(start))
+		s.metrics.observe(route, rec.Status, time.Since(start))
 	})
 }
 
