@@ -152,10 +152,12 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.EqualValues(t, 9, credits["balance"], fmt.Sprint(usage))
 
 	// The killed worker's scratch directory is left in FILEMILL_WORK_DIR (an hourly-old
-	// one is swept); the second worker removed its own.
-	left, err := filepath.Glob(filepath.Join(work, "job-"+job["id"].(string)+"-*"))
-	require.NoError(t, err)
-	require.Len(t, left, 1, "the killed attempt's only")
+	// one is swept); the second worker removes its own once the outcome is recorded.
+	var left []string
+	require.Eventually(t, func() bool {
+		left, err = filepath.Glob(filepath.Join(work, "job-"+job["id"].(string)+"-*"))
+		return err == nil && len(left) == 1
+	}, 30*time.Second, 20*time.Millisecond, "the killed attempt's only: %v", left)
 }
 
 // TestAvailabilityFollowsWorkers: whether an operation can run is what live worker
