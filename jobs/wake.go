@@ -113,7 +113,8 @@ func (w *waker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			iq.found()
 			return err
 		}
-		if !iq.allEmpty(queue) || !iq.wait(gen, w.stop) {
+		round, all := iq.allEmpty(queue, gen)
+		if !all || !iq.wait(round, w.stop) {
 			return err
 		}
 		again := redis.NewCmd(ctx, c.Args()...)
@@ -169,10 +170,11 @@ type idleQueues struct {
 	queues int
 	hold   time.Duration
 
-	mu    sync.Mutex
-	gen   uint64
-	woken chan struct{}   // closed at the next wake-up
-	empty map[string]bool // queues found empty since a task was last found
+	mu       sync.Mutex
+	gen      uint64
+	woken    chan struct{}   // closed at the next wake-up
+	empty    map[string]bool // queues found empty since a task was last found
+	roundGen uint64          // the generation when the first of them was looked at
 }
 
 func (iq *idleQueues) generation() uint64 {
@@ -195,12 +197,17 @@ func (iq *idleQueues) found() {
 	clear(iq.empty)
 }
 
-// allEmpty records queue as found empty and reports whether every queue has been.
-func (iq *idleQueues) allEmpty(queue string) bool {
+// allEmpty records queue as found empty (looked at since generation gen) and reports
+// whether every queue has been, with the generation the round of looks began at: a
+// wake-up for a queue looked at earlier in the round must not be missed.
+func (iq *idleQueues) allEmpty(queue string, gen uint64) (uint64, bool) {
 	iq.mu.Lock()
 	defer iq.mu.Unlock()
+	if len(iq.empty) == 0 {
+		iq.roundGen = gen
+	}
 	iq.empty[queue] = true
-	return len(iq.empty) >= iq.queues
+	return iq.roundGen, len(iq.empty) >= iq.queues
 }
 
 // wait returns true at a wake-up after generation gen (at once if one came already),
