@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/fsutil"
 	"github.com/filemill/filemill/jobs/ops/internal/vips"
 )
 
@@ -92,8 +92,8 @@ func (e *Engine) compress(ctx context.Context, in domain.EngineInput, o Compress
 	rep.BytesAfter, rep.Gained = out.Size(), out.Size() < st.Size()
 	if !rep.Gained {
 		// Never larger than the input: hand back the input's own bytes.
-		if err := copyFile(in.Path, path); err != nil {
-			return nil, err
+		if err := fsutil.CopyFile(in.Path, path); err != nil {
+			return nil, fmt.Errorf("pdf: copy input: %w", err)
 		}
 		rep.BytesAfter, rep.ImagesRecompressed = st.Size(), 0
 	}
@@ -112,23 +112,6 @@ func (e *Engine) compress(ctx context.Context, in domain.EngineInput, o Compress
 		{Name: name, MIMEType: pdfMIME, Path: path, Verified: true},
 		{Name: ReportName, MIMEType: "application/json", Path: repPath},
 	}}, nil
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return fmt.Errorf("pdf: copy input: %w", err)
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return fmt.Errorf("pdf: copy input: %w", err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return fmt.Errorf("pdf: copy input: %w", err)
-	}
-	return dst.Close()
 }
 
 // imageJob is one image to re-encode.
