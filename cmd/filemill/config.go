@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/storage/fetch"
 )
 
@@ -46,6 +47,7 @@ type Config struct {
 	OfficeInstances, OfficeConversions int
 	OfficeTimeout, OfficeQueueTimeout  time.Duration
 	OfficeMemoryLimit                  int64
+	OfficeSandbox                      string
 	OCRParallel, OCRDPI, OCRMaxPages   int
 	// ClamdAddress is clamd's socket (unix:/path or tcp://host:port); ClamdMaxStream the
 	// largest file it is sent.
@@ -71,6 +73,7 @@ type rawConfig struct {
 	engines, engineConcurrency, jobTimeout, operationTimeouts                                  string
 	jobLease, sweepInterval                                                                    string
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory        string
+	officeSandbox                                                                              string
 	ocrParallel, ocrDPI, ocrMaxPages                                                           string
 	clamdAddress, clamdMaxStream                                                               string
 	eventRetention, webhookConcurrency, webhookEndpointConcurrency                             string
@@ -104,6 +107,7 @@ func (rc *rawConfig) settings() []setting {
 		{"office-timeout", "FILEMILL_OFFICE_TIMEOUT", "2m", "one conversion on an instance, waiting for a free one not counted", &rc.officeTimeout},
 		{"office-queue-timeout", "FILEMILL_OFFICE_QUEUE_TIMEOUT", "5m", "longest wait for a free LibreOffice instance", &rc.officeQueueTimeout},
 		{"office-memory-limit", "FILEMILL_OFFICE_MEMORY_LIMIT", "4294967296", "address-space limit of each LibreOffice instance, bytes", &rc.officeMemory},
+		{"office-sandbox", "FILEMILL_OFFICE_SANDBOX", "auto", "confine each LibreOffice instance with bubblewrap so documents cannot read the worker's files: auto (when bubblewrap works here, else a warning), on (required), off", &rc.officeSandbox},
 		{"ocr-parallel", "FILEMILL_OCR_PARALLEL", "0", "pages of one OCR job recognised at once, one core each (0: the CPUs)", &rc.ocrParallel},
 		{"ocr-dpi", "FILEMILL_OCR_DPI", "300", "resolution PDF pages are rendered at for OCR", &rc.ocrDPI},
 		{"ocr-max-pages", "FILEMILL_OCR_MAX_PAGES", "500", "longest PDF OCR accepts", &rc.ocrMaxPages},
@@ -319,6 +323,11 @@ func (c *Config) loadEngineSettings(rc *rawConfig) error {
 	}
 	if c.OfficeMemoryLimit, err = strconv.ParseInt(rc.officeMemory, 10, 64); err != nil || c.OfficeMemoryLimit < 256<<20 {
 		return fmt.Errorf("FILEMILL_OFFICE_MEMORY_LIMIT: %q is not a number of bytes of at least 268435456", rc.officeMemory)
+	}
+	switch c.OfficeSandbox = rc.officeSandbox; c.OfficeSandbox {
+	case office.SandboxAuto, office.SandboxOn, office.SandboxOff:
+	default:
+		return fmt.Errorf("FILEMILL_OFFICE_SANDBOX: %q is not one of auto, on, off", rc.officeSandbox)
 	}
 	return nil
 }

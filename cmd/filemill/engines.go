@@ -85,7 +85,7 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 				c.Instances = cfg.OfficeInstances
 			}
 			c.ConversionsPerInstance, c.Timeout, c.QueueTimeout = cfg.OfficeConversions, cfg.OfficeTimeout, cfg.OfficeQueueTimeout
-			c.MemoryLimit = cfg.OfficeMemoryLimit
+			c.MemoryLimit, c.Sandbox = cfg.OfficeMemoryLimit, cfg.OfficeSandbox
 			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
 			return office.New(c)
 		},

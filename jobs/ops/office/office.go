@@ -55,6 +55,11 @@ type Config struct {
 	// Soffice, Python and PDFToText are the programs used; defaults "soffice",
 	// "/usr/bin/python3" (Debian's, which has python3-uno) and "pdftotext".
 	Soffice, Python, PDFToText string
+	// Sandbox confines each instance with bubblewrap so a document cannot read the
+	// worker's files: SandboxAuto (default; unconfined with a warning where bubblewrap
+	// cannot run), SandboxOn (required) or SandboxOff. Bwrap is the program, default
+	// "bwrap".
+	Sandbox, Bwrap string
 	// MaxInputBytes refuses larger inputs with unsupported_input; default 256 MiB.
 	MaxInputBytes int64
 	// MaxPixels refuses images larger than this (width×height) for image → PDF;
@@ -84,6 +89,8 @@ func DefaultConfig() Config {
 		Soffice:                "soffice",
 		Python:                 "/usr/bin/python3",
 		PDFToText:              "pdftotext",
+		Sandbox:                SandboxAuto,
+		Bwrap:                  "bwrap",
 		MaxInputBytes:          256 << 20,
 		MaxPixels:              100_000_000,
 		MaxImagePages:          100,
@@ -106,6 +113,8 @@ func (c Config) Validate() error {
 		return errors.New("office: MemoryLimit below 512 MiB cannot start LibreOffice")
 	case c.MaxInputBytes < 0, c.MaxPixels < 0, c.MaxImagePages < 0:
 		return errors.New("office: limits must not be negative")
+	case c.Sandbox != "" && c.Sandbox != SandboxAuto && c.Sandbox != SandboxOn && c.Sandbox != SandboxOff:
+		return fmt.Errorf("office: Sandbox %q is not one of auto, on, off", c.Sandbox)
 	case c.ImageDPI != 0 && (c.ImageDPI < 36 || c.ImageDPI > 600):
 		return errors.New("office: ImageDPI must be within 36–600")
 	}
@@ -152,6 +161,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PDFToText == "" {
 		c.PDFToText = d.PDFToText
+	}
+	if c.Sandbox == "" {
+		c.Sandbox = d.Sandbox
+	}
+	if c.Bwrap == "" {
+		c.Bwrap = d.Bwrap
 	}
 	return c
 }

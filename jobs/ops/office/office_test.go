@@ -37,15 +37,19 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	if shared != nil {
-		shared.Close()
+	for _, e := range []*office.Engine{shared, unconfined} {
+		if e != nil {
+			e.Close()
+		}
 	}
 	os.Exit(code)
 }
 
 var (
-	sharedOnce sync.Once
-	shared     *office.Engine
+	sharedOnce     sync.Once
+	shared         *office.Engine
+	unconfinedOnce sync.Once
+	unconfined     *office.Engine
 )
 
 // sharedEngine is one pool of two instances for the tests that only convert.
@@ -55,6 +59,7 @@ func sharedEngine(t *testing.T) *office.Engine {
 		cfg := office.DefaultConfig()
 		cfg.Instances = 2
 		cfg.RenderPage = pdftoppm
+		cfg.Sandbox = office.SandboxOn
 		e, err := office.New(cfg)
 		require.NoError(t, err)
 		shared = e
@@ -66,6 +71,7 @@ func newEngine(t *testing.T, mut func(*office.Config)) *office.Engine {
 	t.Helper()
 	cfg := office.DefaultConfig()
 	cfg.Instances = 1
+	cfg.Sandbox = office.SandboxOn
 	mut(&cfg)
 	e, err := office.New(cfg)
 	require.NoError(t, err)
@@ -304,7 +310,7 @@ func TestHTMLAndMarkdownToPDF(t *testing.T) {
 
 func TestDocumentsNeverFetchRemoteResources(t *testing.T) {
 	t.Parallel()
-	e := sharedEngine(t)
+	e := unconfinedEngine(t)
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -355,6 +361,9 @@ func TestDocumentsNeverReadLocalFilesTheyLink(t *testing.T) {
 	}{
 		{"local.odt", officetest.ODTWithLinkedImage(t, "local link", url)},
 		{"local.docx", officetest.DOCXWithLinkedImage(t, "local link", url)},
+		// Impress embeds a linked image on import whatever the settings: only the
+		// sandbox keeps the file out of its reach.
+		{"local.odp", officetest.ODPWithLinkedImage(t, "local link", url)},
 	} {
 		out, err := convert(t, e, doc.name, doc.data, "pdf")
 		require.NoError(t, err, doc.name)
@@ -374,46 +383,128 @@ func pdfImages(t *testing.T, path string) int {
 	return len(lines) - 2
 }
 
+// Each confined instance sees one document at a time: its exchange directory is
+// empty after every conversion, whether it worked or not, so the next document on the
+// instance (another organization's, perhaps) cannot link the previous one.
+func TestSandboxExchangeIsEmptiedAfterEachConversion(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	e := newEngine(t, func(c *office.Config) { c.ProfileDir = root })
+	exchange := filepath.Join(root, "exchange-0")
+	requireEmpty := func(after string) {
+		t.Helper()
+		entries, err := os.ReadDir(exchange)
+		require.NoError(t, err, "the confined instance has an exchange directory")
+		require.Empty(t, entries, "after %s", after)
+	}
+	out, err := convert(t, e, "first.docx", officetest.DOCX(t, [][]string{{"first document"}}), "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "first document")
+	requireEmpty("a conversion")
+
+	doc := officetest.DOCX(t, officetest.TextPages(2, 3))
+	_, err = convert(t, e, "cut.docx", doc[:len(doc)/2], "pdf")
+	requireCode(t, err, domain.CodeCorruptedFile)
+	garbage := append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 600)...)
+	_, err = convert(t, e, "cut.doc", garbage, "pdf")
+	requireCode(t, err, domain.CodeCorruptedFile)
+	requireEmpty("refused documents")
+}
+
+// The exchange directory may live on another filesystem than the job's scratch space
+// (profiles on a tmpfs, say): the input is then copied in and the result copied out,
+// where a link and a rename cannot cross.
+func TestSandboxExchangeOnAnotherFilesystem(t *testing.T) {
+	t.Parallel()
+	root, err := os.MkdirTemp("/dev/shm", "filemill-office-test-")
+	require.NoError(t, err, "/dev/shm (a tmpfs) holds the profiles")
+	t.Cleanup(func() { os.RemoveAll(root) })
+	var shm, tmp syscall.Stat_t
+	require.NoError(t, syscall.Stat(root, &shm))
+	require.NoError(t, syscall.Stat(t.TempDir(), &tmp))
+	require.NotEqual(t, tmp.Dev, shm.Dev, "the profiles are on another filesystem than the scratch space")
+	e := newEngine(t, func(c *office.Config) { c.ProfileDir = root })
+	out, err := convert(t, e, "across.docx", officetest.DOCX(t, [][]string{{"across filesystems"}}), "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "across filesystems")
+	entries, err := os.ReadDir(filepath.Join(root, "exchange-0"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}
+
+// A required sandbox that cannot start converts nothing, and says why.
+func TestRequiredSandboxWithoutBubblewrapConvertsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, func(c *office.Config) { c.Bwrap = filepath.Join(t.TempDir(), "no-bwrap") })
+	_, err := convert(t, e, "memo.docx", officetest.DOCX(t, [][]string{{"memo"}}), "pdf")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "sandbox is required")
+	require.Error(t, e.Check(context.Background()), "readiness reports it too")
+}
+
+// unconfinedEngine is an engine whose instances run outside the sandbox: the tests of
+// the profile's and the load's own defences use it, so that they prove those layers
+// alone (the sandbox has neither the network nor the test's files, and would hide a
+// macro that ran or a fetch that was tried).
+func unconfinedEngine(t *testing.T) *office.Engine {
+	t.Helper()
+	unconfinedOnce.Do(func() {
+		cfg := office.DefaultConfig()
+		cfg.Instances = 1
+		cfg.Sandbox = office.SandboxOff
+		e, err := office.New(cfg)
+		require.NoError(t, err)
+		unconfined = e
+	})
+	return unconfined
+}
+
+// Macros never run in Writer or Impress documents, and the documents still convert.
 func TestMacrosNeverRun(t *testing.T) {
 	t.Parallel()
-	e := sharedEngine(t)
-	hit := make(chan struct{}, 1)
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		select {
-		case hit <- struct{}{}:
-		default:
-		}
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "macro-ran")
-	doc := officetest.ODTWithOpenMacro(t, "macro document", marker, srv.URL+"/macro")
+	e := unconfinedEngine(t)
+	for _, kind := range []string{officetest.MacroText, officetest.MacroPresentation} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			hit := make(chan struct{}, 1)
+			var hits atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				select {
+				case hit <- struct{}{}:
+				default:
+				}
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "macro-ran")
+			text := "macro document " + kind
+			doc := officetest.OpenMacroDocument(t, kind, text, marker, srv.URL+"/macro")
 
-	// Macros do not run, and the document still converts.
-	out, err := convert(t, e, "macro.odt", doc, "pdf")
-	require.NoError(t, err)
-	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "macro document")
-	_, err = os.Stat(marker)
-	require.ErrorIs(t, err, os.ErrNotExist, "the macro did not write its marker")
-	require.Zero(t, hits.Load(), "the macro made no request")
+			out, err := convert(t, e, "macro."+kind, doc, "pdf")
+			require.NoError(t, err)
+			require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), text)
+			_, err = os.Stat(marker)
+			require.ErrorIs(t, err, os.ErrNotExist, "the macro did not write its marker")
+			require.Zero(t, hits.Load(), "the macro made no request")
 
-	// Control: the same document in an office that allows macros runs the macro, so
-	// the assertions above are about the engine, not a dead document.
-	path := filepath.Join(dir, "macro.odt")
-	require.NoError(t, os.WriteFile(path, doc, 0o600))
-	// A bound for a control whose macro does not end the office, not a timing.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	officetest.OpenAllowingMacros(ctx, t, path)
-	b, err := os.ReadFile(marker)
-	require.NoError(t, err, "the control ran the macro")
-	require.Equal(t, "ran", strings.TrimSpace(string(b)))
-	select {
-	case <-hit:
-	default:
-		t.Fatal("the control's macro reached the listener")
+			// Control: the same document in an office that allows macros runs the
+			// macro, so the assertions above are about the engine, not a dead document.
+			path := filepath.Join(dir, "macro."+kind)
+			require.NoError(t, os.WriteFile(path, doc, 0o600))
+			// A bound for a control whose macro does not end the office, not a timing.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			officetest.OpenAllowingMacros(ctx, t, path)
+			b, err := os.ReadFile(marker)
+			require.NoError(t, err, "the control ran the macro")
+			require.Equal(t, "ran", strings.TrimSpace(string(b)))
+			select {
+			case <-hit:
+			default:
+				t.Fatal("the control's macro reached the listener")
+			}
+		})
 	}
 }
 
@@ -658,7 +749,14 @@ func TestHangingConversionIsKilledAtItsDeadline(t *testing.T) {
 	_, err = convert(t, e, "big.docx", bigDOCX(t, 8000), "pdf")
 	requireCode(t, err, domain.CodeTimeout)
 	require.Less(t, time.Since(start), timeout+15*time.Second, "the run ends at its deadline, not when LibreOffice finishes")
-	require.False(t, groupAlive(pgid), "the helper and LibreOffice are gone together")
+	// The whole group got SIGKILL at the deadline; a process that large takes a moment
+	// to be torn down. Ten seconds is far more than that, and far less than the rest
+	// of the conversion a surviving LibreOffice would go on with.
+	killedBy := time.Now().Add(10 * time.Second)
+	for groupAlive(pgid) {
+		require.True(t, time.Now().Before(killedBy), "the helper and LibreOffice are gone together")
+		time.Sleep(5 * time.Millisecond)
+	}
 
 	out, err := convert(t, e, "after.docx", officetest.DOCX(t, [][]string{{"after"}}), "pdf")
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,6 +65,7 @@ type instance struct {
 	in        io.WriteCloser
 	out       *bufio.Reader
 	officePID int
+	exchange  string // the sandbox's exchange directory; "" when unconfined
 }
 
 var _ runner.Instance = (*instance)(nil)
@@ -165,6 +167,7 @@ type pool struct {
 	cfg    Config
 	root   string // profiles and the helper script live here
 	ownDir bool
+	box    sandbox
 	sup    *runner.Supervisor[*instance]
 
 	once    sync.Once
@@ -204,7 +207,10 @@ func (p *pool) prepare() error {
 			p.initErr = err
 			return
 		}
-		p.initErr = os.WriteFile(filepath.Join(p.root, "helper.py"), helperPy, 0o600)
+		if p.initErr = os.WriteFile(filepath.Join(p.root, "helper.py"), helperPy, 0o600); p.initErr != nil {
+			return
+		}
+		p.box, p.initErr = newSandbox(p.cfg)
 	})
 	return p.initErr
 }
@@ -253,17 +259,29 @@ func (p *pool) startOnce(ctx context.Context, slot int, fresh bool) (*instance, 
 	// Unique per start across every pool of the process: an instance that found
 	// another's pipe would convert on the wrong office.
 	pipe := fmt.Sprintf("filemill-%d-%d-%d", os.Getpid(), slot, pipeSeq.Add(1))
+	helper, exchange := filepath.Join(p.root, "helper.py"), ""
+	path, args := p.cfg.Python, []string{helper, p.cfg.Soffice, prof, pipe, strconv.FormatFloat(timeout.Seconds(), 'f', 1, 64)}
+	if p.box.on() {
+		exchange = filepath.Join(p.root, "exchange-"+strconv.Itoa(slot))
+		tmp := filepath.Join(p.root, "tmp-"+strconv.Itoa(slot))
+		for _, d := range []string{exchange, tmp} {
+			if err := emptyDir(d); err != nil {
+				return nil, fmt.Errorf("office: sandbox directory: %w", err)
+			}
+		}
+		args[0], args[2] = boxHelper, boxProfile
+		path, args = p.box.wrap(boxDirs{profile: prof, exchange: exchange, tmp: tmp, helper: helper}, p.cfg.Python, args)
+	}
 	proc, in, out, err := runner.StartPiped(runner.Cmd{
-		Path: p.cfg.Python,
-		Args: []string{filepath.Join(p.root, "helper.py"), p.cfg.Soffice, prof, pipe,
-			strconv.FormatFloat(timeout.Seconds(), 'f', 1, 64)},
+		Path:   path,
+		Args:   args,
 		Env:    officeEnv(),
 		Limits: runner.Limits{Memory: p.cfg.MemoryLimit},
 	})
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{p: proc, in: in, out: bufio.NewReaderSize(out, maxReplyBytes)}
+	inst := &instance{p: proc, in: in, out: bufio.NewReaderSize(out, maxReplyBytes), exchange: exchange}
 	type res struct {
 		r   *reply
 		err error
@@ -290,16 +308,19 @@ func (p *pool) startOnce(ctx context.Context, slot int, fresh bool) (*instance, 
 	return inst, nil
 }
 
-// officeEnv is the helper's environment: the worker's, with no display and no
-// proxy, so nothing reaches for a screen or the network.
+// officeEnv is the helper's environment: only what a program needs to run (the path,
+// home, locale, time zone, temporary directory), with no display, so nothing reaches for
+// a screen. The worker's own settings (database and storage URLs, secrets, proxies) stay
+// out: nothing a document makes LibreOffice do can read them.
 func officeEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		switch k, _, _ := strings.Cut(kv, "="); k {
-		case "DISPLAY", "WAYLAND_DISPLAY", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "PYTHONPATH", "PYTHONHOME":
-			continue
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "LANG", k == "LANGUAGE", k == "TZ", k == "TMPDIR",
+			strings.HasPrefix(k, "LC_"):
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	return append(env, "SAL_USE_VCLPLUGIN=svp")
 }
@@ -309,9 +330,12 @@ func officeEnv() []string {
 func (p *pool) convert(ctx context.Context, req request) (*reply, error) {
 	var r *reply
 	err := p.sup.Run(ctx, p.cfg.Timeout, func(ctx context.Context, inst *instance) error {
-		var err error
-		r, err = inst.call(req)
-		return err
+		if inst.exchange == "" {
+			var err error
+			r, err = inst.call(req)
+			return err
+		}
+		return inst.convertBoxed(req, &r)
 	})
 	if err != nil {
 		return nil, err
@@ -320,6 +344,25 @@ func (p *pool) convert(ctx context.Context, req request) (*reply, error) {
 		return r, &docError{kind: r.Error, detail: r.Detail}
 	}
 	return r, nil
+}
+
+// convertBoxed runs one conversion on a confined instance, through its exchange
+// directory, which is left empty whatever happens: the next document on this instance
+// must not find this one's.
+func (i *instance) convertBoxed(req request, r **reply) error {
+	defer func() {
+		if err := clearDir(i.exchange); err != nil {
+			slog.Warn("office: clearing the exchange directory", "dir", i.exchange, "error", err.Error())
+		}
+	}()
+	box, err := stage(i.exchange, req)
+	if err != nil {
+		return err
+	}
+	if *r, err = i.call(box); err != nil || !(*r).OK {
+		return err
+	}
+	return collect(i.exchange, req)
 }
 
 func (p *pool) close() {

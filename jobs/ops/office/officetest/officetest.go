@@ -228,11 +228,17 @@ func odf(tb testing.TB, mime, content string, extra [][2]string) []byte {
 	return zipParts(tb, append(parts, [2]string{"META-INF/manifest.xml", manifest}))
 }
 
-// ODTWithOpenMacro returns a text document whose Basic macro, bound to the
-// document's open event, writes "ran" to marker, reads url (an HTTP GET through the
-// office) and then ends the office, so that a run that allows macros (see
-// OpenAllowingMacros) finishes by itself.
-func ODTWithOpenMacro(tb testing.TB, text, marker, url string) []byte {
+// Kinds of ODF document OpenMacroDocument makes.
+const (
+	MacroText         = "odt"
+	MacroPresentation = "odp"
+)
+
+// OpenMacroDocument returns an ODF document of kind (MacroText or MacroPresentation) showing text, whose Basic macro, bound to the document's open
+// event, writes "ran" to marker, reads url (an HTTP GET through the office) and then
+// ends the office, so that a run that allows macros (see OpenAllowingMacros) finishes
+// by itself.
+func OpenMacroDocument(tb testing.TB, kind, text, marker, url string) []byte {
 	tb.Helper()
 	basic := "Sub Main\n" +
 		"  n = FreeFile\n" +
@@ -243,12 +249,23 @@ func ODTWithOpenMacro(tb testing.TB, text, marker, url string) []byte {
 		"  CreateUnoService(\"com.sun.star.ucb.SimpleFileAccess\").openFileRead(\"" + url + "\")\n" +
 		"  StarDesktop.terminate()\n" +
 		"End Sub\n"
+	t := html.EscapeString(text)
+	var mime, body string
+	switch kind {
+	case MacroText:
+		mime, body = "application/vnd.oasis.opendocument.text", `<office:text><text:p>`+t+`</text:p></office:text>`
+	case MacroPresentation:
+		mime, body = "application/vnd.oasis.opendocument.presentation", `<office:presentation><draw:page draw:name="s1">`+
+			`<draw:frame svg:x="2cm" svg:y="2cm" svg:width="20cm" svg:height="3cm"><draw:text-box><text:p>`+t+
+			`</text:p></draw:text-box></draw:frame></draw:page></office:presentation>`
+	default:
+		tb.Fatalf("OpenMacroDocument: unknown kind %q", kind)
+	}
 	content := `<office:document-content ` + odfNS + `><office:scripts><office:event-listeners>` +
 		`<script:event-listener script:language="ooo:script" script:event-name="dom:load" xlink:type="simple" ` +
 		`xlink:href="vnd.sun.star.script:Standard.Module1.Main?language=Basic&amp;location=document"/>` +
-		`</office:event-listeners></office:scripts><office:body><office:text><text:p>` + html.EscapeString(text) +
-		`</text:p></office:text></office:body></office:document-content>`
-	return odf(tb, "application/vnd.oasis.opendocument.text", content, [][2]string{
+		`</office:event-listeners></office:scripts><office:body>` + body + `</office:body></office:document-content>`
+	return odf(tb, mime, content, [][2]string{
 		{"Basic/script-lc.xml", `<?xml version="1.0" encoding="UTF-8"?>
 <library:libraries xmlns:library="http://openoffice.org/2000/library" xmlns:xlink="http://www.w3.org/1999/xlink"><library:library library:name="Standard" library:link="false"/></library:libraries>`},
 		{"Basic/Standard/script-lb.xml", `<?xml version="1.0" encoding="UTF-8"?>
@@ -282,7 +299,7 @@ func ODPWithLinkedImage(tb testing.TB, title, url string) []byte {
 
 // OpenAllowingMacros opens the document at path in a throwaway LibreOffice (own
 // profile, macro security low, so document macros run without asking) and returns
-// when that office exits. It is the control for ODTWithOpenMacro: the document's
+// when that office exits. It is the control for OpenMacroDocument: the document's
 // macro ends the office; ctx bounds a run whose macro does not.
 func OpenAllowingMacros(ctx context.Context, tb testing.TB, path string) {
 	tb.Helper()
