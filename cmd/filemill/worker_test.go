@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -117,13 +118,18 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	}
 	require.Equal(t, 202, status2, "%v", job)
 	jobURL := base + "/v1/jobs/" + job["id"].(string)
+	scratch := filepath.Join(work, domain.WorkDirPrefix+job["id"].(string)+"-*")
+	// The job turns running when claimed, a moment before the attempt makes its scratch
+	// directory: the kill waits for the directory, so the attempt is surely under way.
 	for {
 		_, j := apiGet(t, jobURL, key)
-		if j["state"] == "running" {
+		dirs, err := filepath.Glob(scratch)
+		require.NoError(t, err)
+		if j["state"] == "running" && len(dirs) == 1 {
 			break
 		}
-		require.Equal(t, "queued", j["state"], "the job must still be running when the worker dies: %v", j)
-		require.True(t, time.Now().Before(deadline), "the worker never claimed the job")
+		require.Contains(t, []any{"queued", "running"}, j["state"], "the job must still be running when the worker dies: %v", j)
+		require.True(t, time.Now().Before(deadline), "the worker never began the job")
 		time.Sleep(5 * time.Millisecond)
 	}
 	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
@@ -155,7 +161,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	// one is swept); the second worker removes its own once the outcome is recorded.
 	var left []string
 	require.Eventually(t, func() bool {
-		left, err = filepath.Glob(filepath.Join(work, "job-"+job["id"].(string)+"-*"))
+		left, err = filepath.Glob(scratch)
 		return err == nil && len(left) == 1
 	}, 30*time.Second, 20*time.Millisecond, "the killed attempt's only: %v", left)
 }
