@@ -37,6 +37,35 @@ func benchDuration(b *testing.B) time.Duration {
 	return 15 * time.Second
 }
 
+// benchRounds is how many times Interleave alternates the sides (BENCH_ROUNDS,
+// default 3).
+func benchRounds() int { return envInt("BENCH_ROUNDS", 3) }
+
+// settledRSS returns this process's resident size (kB) once garbage is collected and
+// handed back, and starts its peak afresh from there.
+func settledRSS(b *testing.B) int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS(b)
+	return vmHWM(b)
+}
+
+// vipsThumbnailCLI is one request of the CLI side: `vips thumbnail` of src to a 1024 px
+// WebP at quality 79 in dir (prefix keeps runs apart), adding the child's CPU time to
+// cpu.
+func vipsThumbnailCLI(dir, prefix, src string, cpu *atomic.Int64) func(ctx context.Context, w, i int) bool {
+	return func(ctx context.Context, w, i int) bool {
+		out := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.webp", prefix, w, i))
+		defer os.Remove(out)
+		cmd := exec.CommandContext(ctx, "vips", "thumbnail", src, out+"[Q=79]", "1024")
+		if err := cmd.Run(); err != nil {
+			return false
+		}
+		cpu.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
+		return true
+	}
+}
+
 // photoJPEG writes a photo-like 6000×4000 JPEG (gradients, texture and noise, quality
 // 90) once per machine and returns its path.
 func photoJPEG(b *testing.B) string {
@@ -122,27 +151,19 @@ func BenchmarkImageConvert(b *testing.B) {
 			// Warm the engine up (libvips' modules load on first use), as a worker
 			// is by the time jobs arrive, and leave nothing of the input's generation.
 			engine(context.Background(), 0, -1)
-			runtime.GC()
-			debug.FreeOSMemory()
-			resetPeakRSS(b)
-			base := vmHWM(b)
-			cpu0 := selfCPU()
-			er := Drive(context.Background(), par, d, engine)
-			engineCPU := selfCPU() - cpu0
-			enginePeak := vmHWM(b)
-
+			base := settledRSS(b)
+			var engineCPU time.Duration
 			var cliCPU atomic.Int64
-			cli := func(ctx context.Context, w, i int) bool {
-				out := filepath.Join(dir, fmt.Sprintf("c%d-%d-%d.webp", par, w, i))
-				defer os.Remove(out)
-				cmd := exec.CommandContext(ctx, "vips", "thumbnail", src, out+"[Q=79]", "1024")
-				if err := cmd.Run(); err != nil {
-					return false
-				}
-				cliCPU.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
-				return true
-			}
-			cr := Drive(context.Background(), par, d, cli)
+			cli := vipsThumbnailCLI(dir, fmt.Sprintf("c%d", par), src, &cliCPU)
+			rs := Interleave(benchRounds(), d, func(d time.Duration) LoadResult {
+				cpu0 := selfCPU()
+				defer func() { engineCPU += selfCPU() - cpu0 }()
+				return Drive(context.Background(), par, d, engine)
+			}, func(d time.Duration) LoadResult {
+				return Drive(context.Background(), par, d, cli)
+			})
+			er, cr := rs[0], rs[1]
+			enginePeak := vmHWM(b)
 			cliPeak := cliPeakKB(b, src, filepath.Join(dir, "peak.webp"))
 			b.ReportMetric(er.RPS(), "engine-images/s")
 			b.ReportMetric(cr.RPS(), "cli-images/s")
@@ -211,15 +232,31 @@ func BenchmarkImageConvertJobPath(b *testing.B) {
 			for i := range conns {
 				conns[i] = dialLive(b, s.srv.URL, s.key)
 			}
-			create := func(ctx context.Context) (string, bool) {
+			// Each client's latest job: one the deadline cut is still running in the
+			// worker, and is waited for before the next side runs.
+			last := make([]string, par)
+			create := func(ctx context.Context, w int) (string, bool) {
 				st, j, err := s.call(ctx, client, "POST", "/v1/jobs", map[string]any{"file_id": fileID, "operation": "image.convert", "options": options})
 				if err != nil || st != 202 {
 					return "", false
 				}
-				return j["id"].(string), true
+				last[w] = j["id"].(string)
+				return last[w], true
+			}
+			settle := func() {
+				for _, id := range last {
+					for id != "" {
+						st, j, err := s.call(context.Background(), client, "GET", "/v1/jobs/"+id, nil)
+						if err != nil || st != 200 || j["state"] == "succeeded" || j["state"] == "failed" || j["state"] == "cancelled" {
+							break
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				clear(last)
 			}
 			subscribed := func(ctx context.Context, w, _ int) bool {
-				id, ok := create(ctx)
+				id, ok := create(ctx, w)
 				if !ok {
 					return false
 				}
@@ -245,8 +282,8 @@ func BenchmarkImageConvertJobPath(b *testing.B) {
 					}
 				}
 			}
-			polled := func(ctx context.Context, _, _ int) bool {
-				id, ok := create(ctx)
+			polled := func(ctx context.Context, w, _ int) bool {
+				id, ok := create(ctx, w)
 				if !ok {
 					return false
 				}
@@ -265,27 +302,26 @@ func BenchmarkImageConvertJobPath(b *testing.B) {
 				}
 			}
 			subscribed(context.Background(), 0, -1) // warm the engine, as a running worker is
-			runtime.GC()
-			debug.FreeOSMemory()
-			resetPeakRSS(b)
-			base := vmHWM(b)
-			cpu0 := selfCPU()
-			jr := Drive(context.Background(), par, d, subscribed)
-			jobCPU := selfCPU() - cpu0
-			peak := vmHWM(b)
-			pr := Drive(context.Background(), par, d, polled)
+			base := settledRSS(b)
+			var jobCPU time.Duration
 			var cliCPU atomic.Int64
-			cli := func(ctx context.Context, w, i int) bool {
-				out := filepath.Join(dir, fmt.Sprintf("j%d-%d-%d.webp", par, w, i))
-				defer os.Remove(out)
-				cmd := exec.CommandContext(ctx, "vips", "thumbnail", srcPath, out+"[Q=79]", "1024")
-				if err := cmd.Run(); err != nil {
-					return false
-				}
-				cliCPU.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
-				return true
-			}
-			cr := Drive(context.Background(), par, d, cli)
+			cli := vipsThumbnailCLI(dir, fmt.Sprintf("j%d", par), srcPath, &cliCPU)
+			rs := Interleave(benchRounds(), d, func(d time.Duration) LoadResult {
+				cpu0 := selfCPU()
+				r := Drive(context.Background(), par, d, subscribed)
+				settle()
+				jobCPU += selfCPU() - cpu0
+				return r
+			}, func(d time.Duration) LoadResult {
+				defer settle()
+				return Drive(context.Background(), par, d, polled)
+			}, func(d time.Duration) LoadResult {
+				return Drive(context.Background(), par, d, cli)
+			})
+			jr, pr, cr := rs[0], rs[1], rs[2]
+			// Polling adds its own requests to the worker's process: the peak is of
+			// both ways of learning the outcome.
+			peak := vmHWM(b)
 			b.ReportMetric(jr.RPS(), "job-path-images/s")
 			b.ReportMetric(cr.RPS(), "cli-images/s")
 			b.ReportMetric(jr.RPS()/cr.RPS(), "x-cli")

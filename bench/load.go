@@ -111,3 +111,51 @@ func (c cpuTimes) since(before cpuTimes) CPUUse {
 	}
 	return CPUUse{Busy: 100 * busy / total, Idle: 100 * idle / total, Steal: 100 * steal / total}
 }
+
+// Interleave runs each phase for d/rounds in turn, rounds times over, so that what
+// drifts on a shared machine during a run (other tenants, clock frequency) falls on
+// every side alike rather than on whichever runs last. It returns each phase's rounds
+// merged, in the order of phases.
+func Interleave(rounds int, d time.Duration, phases ...func(d time.Duration) LoadResult) []LoadResult {
+	rounds = max(1, rounds)
+	runs := make([][]LoadResult, len(phases))
+	for range rounds {
+		for i, phase := range phases {
+			runs[i] = append(runs[i], phase(d/time.Duration(rounds)))
+		}
+	}
+	out := make([]LoadResult, len(phases))
+	for i, rs := range runs {
+		out[i] = Merge(rs)
+	}
+	return out
+}
+
+// Merge adds up runs of one load: requests, errors and time summed, the machine's CPU
+// use weighted by time, and the latencies the median of the runs' own.
+func Merge(rs []LoadResult) LoadResult {
+	var m LoadResult
+	var p50, p99 []time.Duration
+	for _, r := range rs {
+		m.Requests += r.Requests
+		m.Errors += r.Errors
+		m.Elapsed += r.Elapsed
+		w := r.Elapsed.Seconds()
+		m.CPU.Busy += r.CPU.Busy * w
+		m.CPU.Idle += r.CPU.Idle * w
+		m.CPU.Steal += r.CPU.Steal * w
+		p50, p99 = append(p50, r.P50), append(p99, r.P99)
+	}
+	if t := m.Elapsed.Seconds(); t > 0 {
+		m.CPU.Busy, m.CPU.Idle, m.CPU.Steal = m.CPU.Busy/t, m.CPU.Idle/t, m.CPU.Steal/t
+	}
+	median := func(ds []time.Duration) time.Duration {
+		if len(ds) == 0 {
+			return 0
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	m.P50, m.P99 = median(p50), median(p99)
+	return m
+}

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"image"
-	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -20,11 +18,15 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
+	"github.com/filemill/filemill/jobs/ops/pdfium"
+	"golang.org/x/sync/errgroup"
 )
 
 // BenchmarkOCR recognises the same 20 page images at 300 dpi, side by side: the ocr
-// engine on one 20-page job (language data loaded once per instance, pages in
-// parallel on every core, single-threaded each), the tesseract CLI one process per
+// engine on the pages as one scanned PDF (rendered by PDFium as workers do, language
+// data loaded once per instance, pages in parallel on every core, single-threaded
+// each), the engine on the page images as image jobs as many at once as cores, the
+// tesseract CLI one process per
 // page with OMP_THREAD_LIMIT=1 and as many processes at once as cores, and the CLI
 // one process per page one after another with its default OpenMP threading. It
 // reports pages/s, CPU seconds per page, and checks the words are the same.
@@ -42,67 +44,97 @@ func BenchmarkOCR(b *testing.B) {
 		img := ocrtest.Page(b, ocrtest.Lines(ocrtest.Text(i, 350), 10))
 		pngs = append(pngs, ocrtest.WritePNG(b, dir, fmt.Sprintf("page-%02d.png", i+1), img))
 	}
-	// A PDF of the images stands for the scan; the "renderer" decodes the very same
-	// page images into memory, where PDFium leaves the pages it renders, so both sides
-	// recognise identical pixels and both pay for a PNG decode.
+	// The same pages as one scanned PDF, rendered by the workers' PDFium pool.
 	pdf := ocrtest.PDF(b, pngs, filepath.Join(dir, "scan.pdf"))
 	pdfBytes, err := os.ReadFile(pdf)
 	if err != nil {
 		b.Fatal(err)
 	}
-	decodePage := func(_ context.Context, _ string, page, _ int) (*ocr.Bitmap, error) {
-		f, err := os.Open(pngs[page-1])
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		img, err := png.Decode(f)
-		if err != nil {
-			return nil, err
-		}
-		g, ok := img.(*image.Gray)
-		if !ok {
-			return nil, fmt.Errorf("page %d is not gray", page)
-		}
-		return &ocr.Bitmap{Width: g.Rect.Dx(), Height: g.Rect.Dy(), Stride: g.Stride, Gray: true, Pix: g.Pix}, nil
+	pool, err := pdfium.New(pdfium.Config{Instances: runtime.NumCPU(), CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
+	if err != nil {
+		b.Fatal(err)
 	}
-
-	var engineText []string
-	b.Run("engine", func(b *testing.B) {
-		cfg := ocr.DefaultConfig()
-		cfg.RenderBitmap = decodePage
-		e, err := ocr.New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer e.Close()
-		if err := e.Check(context.Background()); err != nil { // loads English once
-			b.Fatal(err)
-		}
-		work := filepath.Join(dir, "engine")
-		if err := os.Mkdir(work, 0o700); err != nil {
-			b.Fatal(err)
-		}
+	defer pool.Close()
+	if err := pool.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cfg := ocr.DefaultConfig()
+	cfg.RenderBitmap = ocr.PDFiumRenderer(pool)
+	e, err := ocr.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Check(context.Background()); err != nil { // loads English once
+		b.Fatal(err)
+	}
+	// measure runs one side and reports its pages/s and the CPU it cost this process.
+	measure := func(b *testing.B, run func() error) {
 		cpu0 := cpuTime(syscall.RUSAGE_SELF)
 		start := time.Now()
-		out, err := e.Run(context.Background(), domain.EngineInput{
-			Operation: "ocr", Options: []byte(`{"outputs":["text"]}`), Path: pdf, Filename: "scan.pdf",
-			Format: domain.Detect(pdfBytes[:min(len(pdfBytes), domain.DetectSniffBytes)]), WorkDir: work,
-		})
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
 		el := time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		txt, err := os.ReadFile(out.Artifacts[0].Path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		engineText = strings.Split(string(txt), "\f")
-		b.ReportMetric(float64(pages)/el.Seconds(), "pages/s")
 		cpu := cpuTime(syscall.RUSAGE_SELF) - cpu0
+		b.ReportMetric(float64(pages)/el.Seconds(), "pages/s")
 		b.ReportMetric(cpu.Seconds()/el.Seconds(), "cores-busy")
 		b.ReportMetric(cpu.Seconds()/float64(pages), "cpu-s/page")
 		b.ReportMetric(0, "ns/op")
+	}
+	recognise := func(path, name string, head []byte) ([]string, error) {
+		work, err := os.MkdirTemp(dir, "work-")
+		if err != nil {
+			return nil, err
+		}
+		out, err := e.Run(context.Background(), domain.EngineInput{
+			Operation: "ocr", Options: []byte(`{"outputs":["text"]}`), Path: path, Filename: name,
+			Format: domain.Detect(head[:min(len(head), domain.DetectSniffBytes)]), WorkDir: work,
+		})
+		if err != nil {
+			return nil, err
+		}
+		txt, err := os.ReadFile(out.Artifacts[0].Path)
+		if err != nil {
+			return nil, err
+		}
+		return strings.Split(string(txt), "\f"), nil
+	}
+
+	// The engine on the scan as one job: its pages rendered and recognised on every
+	// core at once.
+	var pdfText []string
+	b.Run("engine-pdf", func(b *testing.B) {
+		measure(b, func() (err error) {
+			pdfText, err = recognise(pdf, "scan.pdf", pdfBytes)
+			return err
+		})
+	})
+	// The engine on the page images as image jobs, as many at once as cores: the same
+	// files the CLI reads.
+	imageText := make([]string, pages)
+	b.Run(fmt.Sprintf("engine-images-x%d", runtime.NumCPU()), func(b *testing.B) {
+		measure(b, func() error {
+			var next atomic.Int64
+			g := errgroup.Group{}
+			for range runtime.NumCPU() {
+				g.Go(func() error {
+					for i := int(next.Add(1)) - 1; i < pages; i = int(next.Add(1)) - 1 {
+						head, err := os.ReadFile(pngs[i])
+						if err != nil {
+							return err
+						}
+						t, err := recognise(pngs[i], filepath.Base(pngs[i]), head)
+						if err != nil {
+							return err
+						}
+						imageText[i] = t[0]
+					}
+					return nil
+				})
+			}
+			return g.Wait()
+		})
 	})
 
 	cli := func(b *testing.B, parallel int, env []string) []string {
@@ -157,10 +189,13 @@ func BenchmarkOCR(b *testing.B) {
 	})
 
 	// Same words: the engine and the CLI read the same pixels with the same model.
-	if len(engineText) >= pages && len(cliText) == pages {
+	sameWords := func(side string, engine []string) {
+		if len(engine) < pages || len(cliText) != pages {
+			return
+		}
 		same, total := 0, 0
 		for i := range pages {
-			e, c := strings.Fields(engineText[i]), strings.Fields(cliText[i])
+			e, c := strings.Fields(engine[i]), strings.Fields(cliText[i])
 			total += len(c)
 			for j := range min(len(e), len(c)) {
 				if e[j] == c[j] {
@@ -168,11 +203,13 @@ func BenchmarkOCR(b *testing.B) {
 				}
 			}
 		}
-		b.Logf("engine and CLI agree on %d of %d words", same, total)
+		b.Logf("%s and the CLI agree on %d of %d words", side, same, total)
 		if same != total {
-			b.Errorf("the engine's words differ from the CLI's: %d of %d the same", same, total)
+			b.Errorf("%s: the engine's words differ from the CLI's: %d of %d the same", side, same, total)
 		}
 	}
+	sameWords("engine-pdf", pdfText)
+	sameWords("engine-images", imageText)
 }
 
 // cpuTime is the user+system CPU time of this process (RUSAGE_SELF) or of its

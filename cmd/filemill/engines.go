@@ -62,7 +62,7 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			c.Parallel = cfg.OCRParallel
 		}
 		c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
-		c.RenderBitmap, c.CountPDFPages = renderBitmapWith(p), pdf.CountPages
+		c.RenderBitmap, c.CountPDFPages = ocr.PDFiumRenderer(p), pdf.CountPages
 		if ocrEngine, err = ocr.New(c); err != nil {
 			return nil, err
 		}
@@ -193,24 +193,6 @@ func renderPageWith(p *pdfium.Pool) func(ctx context.Context, pdfPath string, pa
 	return func(ctx context.Context, pdfPath string, page, dpi int, format, out string) error {
 		_, err := p.RenderPage(ctx, pdfPath, page, pdfium.ImageOptions{RenderOptions: pdfium.RenderOptions{DPI: float64(dpi)}, Format: format}, out)
 		return err
-	}
-}
-
-// renderBitmapWith renders PDF pages into memory for OCR, on the shared PDFium pool:
-// the page reaches tesseract as the very pixels an image file would have held, without
-// the encoding and decoding in between.
-func renderBitmapWith(p *pdfium.Pool) ocr.RenderBitmapFunc {
-	return func(ctx context.Context, pdfPath string, page, dpi int) (*ocr.Bitmap, error) {
-		d, err := p.Open(ctx, pdfPath)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		b, err := d.Render(ctx, page, pdfium.RenderOptions{DPI: float64(dpi)})
-		if err != nil {
-			return nil, err
-		}
-		return &ocr.Bitmap{Width: b.Width, Height: b.Height, Stride: b.Stride, Gray: b.Gray, Pix: b.Pix}, nil
 	}
 }
 
