@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -144,12 +145,26 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	return s
 }
 
-// startWorker runs a worker server against the stack's Redis.
+// startWorker runs a worker server against the stack's Redis, set up as the service
+// sets up its workers (cmd/filemill): the default poll interval (BENCH_WORKER_POLL to
+// change it) and each family's pool looking at its multiple of it, but every pool
+// running concurrency jobs at once.
 func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 	tb.Helper()
-	poll, _ := time.ParseDuration(os.Getenv("BENCH_WORKER_POLL")) // zero: the default
+	poll := jobs.DefaultWorkerPollInterval
+	if v := os.Getenv("BENCH_WORKER_POLL"); v != "" {
+		var err error
+		if poll, err = time.ParseDuration(v); err != nil {
+			tb.Fatalf("BENCH_WORKER_POLL: %v", err)
+		}
+	}
+	pools := jobs.EnginePools(s.registry, s.engines, func(family string) jobs.FamilySettings {
+		fs := jobs.DefaultFamilySettings(family, runtime.NumCPU(), poll)
+		fs.Concurrency = concurrency
+		return fs
+	})
 	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency, TaskCheckInterval: poll,
-		Pools: jobs.EnginePools(s.registry, s.engines, func(string) jobs.FamilySettings { return jobs.FamilySettings{Concurrency: concurrency} })}, discardLogger())
+		QueuesPollInterval: max(poll, time.Second), DelayedTaskCheckInterval: time.Second, Pools: pools}, discardLogger())
 	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)

@@ -193,6 +193,42 @@ func (d *Directory) LiveEngines(ctx context.Context) (map[string]domain.EngineIn
 	return out, nil
 }
 
+// DefaultWorkerPollInterval is how often an idle worker looks for jobs that no enqueue
+// announced (an enqueue wakes it at once): retries, a lost wake-up.
+const DefaultWorkerPollInterval = 100 * time.Millisecond
+
+// familyDefaults are how a worker runs each engine family unless told otherwise: jobs
+// at once per CPU (light work more, heavy work — a LibreOffice instance or a
+// multi-page OCR per job — less), how often an idle pool looks for jobs as a multiple
+// of the worker's poll interval (the families whose jobs take seconds look less often:
+// an idle worker's cost is mostly this looking), and the weight that puts a job
+// needing several families in the pool of its heaviest.
+var familyDefaults = map[string]struct {
+	perCPU       float64
+	pollMultiple int
+	weight       int
+}{
+	"inspect": {2, 1, 0},
+	"scan":    {1, 3, 1},
+	"pdf":     {1, 3, 2},
+	"image":   {1, 3, 2},
+	"render":  {1, 3, 2},
+	"ai":      {1, 10, 3},
+	"ocr":     {0.5, 10, 4},
+	"office":  {1, 10, 5},
+}
+
+// DefaultFamilySettings is how a worker with cpus processors and the given poll
+// interval runs family's jobs by default. A family not listed runs one per CPU.
+func DefaultFamilySettings(family string, cpus int, poll time.Duration) FamilySettings {
+	d, ok := familyDefaults[family]
+	if !ok {
+		d.perCPU, d.pollMultiple = 1, 1
+	}
+	return FamilySettings{Concurrency: max(1, int(d.perCPU*float64(cpus))),
+		PollInterval: time.Duration(d.pollMultiple) * poll, Weight: d.weight}
+}
+
 // FamilySettings is how a worker runs one engine family's jobs.
 type FamilySettings struct {
 	// Concurrency is how many of its jobs run at once.

@@ -130,3 +130,19 @@ func TestEnginePoolsServeOnlyWhatTheWorkerRuns(t *testing.T) {
 }
 
 func open(t *testing.T) string { return backends["Redis"](t) }
+
+// TestDefaultFamilySettings: heavy families run fewer jobs per CPU and look for work
+// less often than light ones; a family the table does not know runs one per CPU.
+func TestDefaultFamilySettings(t *testing.T) {
+	t.Parallel()
+	poll := 100 * time.Millisecond
+	inspect := jobs.DefaultFamilySettings("inspect", 2, poll)
+	require.Equal(t, jobs.FamilySettings{Concurrency: 4, PollInterval: poll, Weight: 0}, inspect)
+	image := jobs.DefaultFamilySettings("image", 2, poll)
+	require.Equal(t, jobs.FamilySettings{Concurrency: 2, PollInterval: 3 * poll, Weight: 2}, image)
+	ocr := jobs.DefaultFamilySettings("ocr", 1, poll)
+	require.Equal(t, 1, ocr.Concurrency, "at least one, however few the CPUs")
+	require.Equal(t, 10*poll, ocr.PollInterval)
+	require.Greater(t, jobs.DefaultFamilySettings("office", 2, poll).Weight, image.Weight)
+	require.Equal(t, jobs.FamilySettings{Concurrency: 8, PollInterval: poll}, jobs.DefaultFamilySettings("new", 8, poll))
+}

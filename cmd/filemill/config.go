@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/storage/fetch"
 )
@@ -100,7 +101,7 @@ func (rc *rawConfig) settings() []setting {
 		{"hash-window", "FILEMILL_HASH_WINDOW", "5368709120", "files up to this many bytes get a SHA-256", &rc.hashWindow},
 		{"worker-concurrency", "FILEMILL_WORKER_CONCURRENCY", "0", "jobs run at once per worker process (0: twice the CPUs)", &rc.workerConcurrency},
 		{"upload-url-ttl", "FILEMILL_UPLOAD_URL_TTL", "1h", "lifetime of upload URLs", &rc.uploadURLTTL},
-		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", "100ms", "how often an idle worker looks for jobs no enqueue announced (an enqueue wakes it at once): retries, a lost wake-up", &rc.workerPoll},
+		{"worker-poll-interval", "FILEMILL_WORKER_POLL_INTERVAL", jobs.DefaultWorkerPollInterval.String(), "how often an idle worker looks for jobs no enqueue announced (an enqueue wakes it at once): retries, a lost wake-up", &rc.workerPoll},
 		{"job-lease", "FILEMILL_JOB_LEASE", "30s", "how long a worker's claim on a running job holds unrenewed; a job whose worker died runs again after it", &rc.jobLease},
 		{"office-instances", "FILEMILL_OFFICE_INSTANCES", "0", "LibreOffice instances a worker keeps warm for convert (0: the CPUs)", &rc.officeInstances},
 		{"office-conversions-per-instance", "FILEMILL_OFFICE_CONVERSIONS_PER_INSTANCE", "200", "an instance is replaced after this many conversions", &rc.officeConversions},

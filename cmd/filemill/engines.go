@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"time"
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
@@ -196,37 +195,11 @@ func renderPageWith(p *pdfium.Pool) func(ctx context.Context, pdfPath string, pa
 	}
 }
 
-// familyDefaults are how a worker runs each engine family unless
-// FILEMILL_ENGINE_CONCURRENCY says otherwise: jobs at once per CPU (light work more,
-// heavy work — a LibreOffice instance or a multi-page OCR per job — less), how often an
-// idle pool looks for jobs as a multiple of FILEMILL_WORKER_POLL_INTERVAL (the families
-// whose jobs take seconds look less often: an idle worker's cost is mostly this
-// looking), and the weight that puts a job needing several families in the pool of its
-// heaviest.
-var familyDefaults = map[string]struct {
-	perCPU       float64
-	pollMultiple int
-	weight       int
-}{
-	"inspect": {2, 1, 0},
-	"scan":    {1, 3, 1},
-	"pdf":     {1, 3, 2},
-	"image":   {1, 3, 2},
-	"render":  {1, 3, 2},
-	"ai":      {1, 10, 3},
-	"ocr":     {0.5, 10, 4},
-	"office":  {1, 10, 5},
-}
-
-// engineSettings returns a family's settings for this worker.
+// engineSettings returns a family's settings for this worker: the defaults, with
+// FILEMILL_ENGINE_CONCURRENCY's word on how many run at once.
 func engineSettings(cfg *Config) func(family string) jobs.FamilySettings {
 	return func(family string) jobs.FamilySettings {
-		d, ok := familyDefaults[family]
-		if !ok {
-			d.perCPU, d.pollMultiple = 1, 1
-		}
-		fs := jobs.FamilySettings{Concurrency: max(1, int(d.perCPU*float64(runtime.NumCPU()))),
-			PollInterval: time.Duration(d.pollMultiple) * cfg.WorkerPollInterval, Weight: d.weight}
+		fs := jobs.DefaultFamilySettings(family, runtime.NumCPU(), cfg.WorkerPollInterval)
 		if n, ok := cfg.EngineConcurrency[family]; ok {
 			fs.Concurrency = n
 		}
