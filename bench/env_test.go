@@ -163,8 +163,7 @@ func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 		fs.Concurrency = concurrency
 		return fs
 	})
-	w := jobs.NewServer(s.redisOpt, jobs.ServerConfig{Concurrency: concurrency, TaskCheckInterval: poll,
-		QueuesPollInterval: max(poll, time.Second), DelayedTaskCheckInterval: time.Second, Pools: pools}, discardLogger())
+	w := jobs.NewServer(s.redisOpt, jobs.WorkerConfig(concurrency, poll, pools), discardLogger())
 	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +20,9 @@ type LoadResult struct {
 	P50, P99 time.Duration
 	// CPU is the machine's use of its processors during the run (zero where unknown).
 	CPU CPUUse
+	// lat is every latency of the run, sorted: the percentiles of merged runs come
+	// from them.
+	lat []time.Duration
 }
 
 // RPS is requests completed per second.
@@ -56,16 +59,18 @@ func Drive(ctx context.Context, workers int, d time.Duration, do func(ctx contex
 	}
 	wg.Wait()
 	res := LoadResult{Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start), CPU: readCPU().since(cpu0)}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	if n := len(all); n > 0 {
-		res.P50 = all[n*50/100]
-		res.P99 = all[min(n-1, n*99/100)]
-	}
+	res.setLatencies(slices.Concat(lat...))
 	return res
+}
+
+// setLatencies keeps all as the run's latencies, sorted, and sets the percentiles.
+func (r *LoadResult) setLatencies(all []time.Duration) {
+	slices.Sort(all)
+	r.lat = all
+	if n := len(all); n > 0 {
+		r.P50 = all[n*50/100]
+		r.P99 = all[min(n-1, n*99/100)]
+	}
 }
 
 // NewClient is an HTTP client that keeps enough idle connections for the workers.
@@ -132,10 +137,10 @@ func Interleave(rounds int, d time.Duration, phases ...func(d time.Duration) Loa
 }
 
 // Merge adds up runs of one load: requests, errors and time summed, the machine's CPU
-// use weighted by time, and the latencies the median of the runs' own.
+// use weighted by time, and the percentiles taken over every run's latencies.
 func Merge(rs []LoadResult) LoadResult {
 	var m LoadResult
-	var p50, p99 []time.Duration
+	var all [][]time.Duration
 	for _, r := range rs {
 		m.Requests += r.Requests
 		m.Errors += r.Errors
@@ -144,18 +149,11 @@ func Merge(rs []LoadResult) LoadResult {
 		m.CPU.Busy += r.CPU.Busy * w
 		m.CPU.Idle += r.CPU.Idle * w
 		m.CPU.Steal += r.CPU.Steal * w
-		p50, p99 = append(p50, r.P50), append(p99, r.P99)
+		all = append(all, r.lat)
 	}
 	if t := m.Elapsed.Seconds(); t > 0 {
 		m.CPU.Busy, m.CPU.Idle, m.CPU.Steal = m.CPU.Busy/t, m.CPU.Idle/t, m.CPU.Steal/t
 	}
-	median := func(ds []time.Duration) time.Duration {
-		if len(ds) == 0 {
-			return 0
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[len(ds)/2]
-	}
-	m.P50, m.P99 = median(p50), median(p99)
+	m.setLatencies(slices.Concat(all...))
 	return m
 }

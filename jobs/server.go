@@ -68,6 +68,16 @@ type Pool struct {
 	PollInterval time.Duration
 }
 
+// WorkerConfig is how the service runs its workers: concurrency jobs at once outside
+// the pools, idle pools looking for jobs every poll (times their family's multiple),
+// the queues outside the pools (where nothing waits) at least a second apart, and
+// retries due every few seconds (the first webhook retry after 5 s) moved back to their
+// queues within a second.
+func WorkerConfig(concurrency int, poll time.Duration, pools []Pool) ServerConfig {
+	return ServerConfig{Concurrency: concurrency, TaskCheckInterval: poll, QueuesPollInterval: max(poll, time.Second),
+		DelayedTaskCheckInterval: time.Second, Pools: pools}
+}
+
 // DefaultServerConfig is the configuration zero fields fall back to.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{

@@ -325,10 +325,9 @@ func (c *Config) loadEngineSettings(rc *rawConfig) error {
 	if c.OfficeMemoryLimit, err = strconv.ParseInt(rc.officeMemory, 10, 64); err != nil || c.OfficeMemoryLimit < 256<<20 {
 		return fmt.Errorf("FILEMILL_OFFICE_MEMORY_LIMIT: %q is not a number of bytes of at least 268435456", rc.officeMemory)
 	}
-	switch c.OfficeSandbox = rc.officeSandbox; c.OfficeSandbox {
-	case office.SandboxAuto, office.SandboxOn, office.SandboxOff:
-	default:
-		return fmt.Errorf("FILEMILL_OFFICE_SANDBOX: %q is not one of auto, on, off", rc.officeSandbox)
+	c.OfficeSandbox = rc.officeSandbox
+	if err := office.CheckSandboxMode(c.OfficeSandbox); err != nil {
+		return fmt.Errorf("FILEMILL_OFFICE_SANDBOX: %w", err)
 	}
 	return nil
 }

@@ -266,13 +266,9 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		// Webhook attempts have a pool of their own, so endpoints that are slow to answer
 		// never take the slots jobs run in.
 		pools = append(pools, jobs.WebhookPool(cfg.WebhookConcurrency))
-		worker = jobs.NewServer(a.redisOpt, jobs.ServerConfig{Concurrency: cfg.WorkerConcurrency,
-			// Jobs and deliveries have queues of their own; the default queue carries
-			// only what has none, nothing waiting on it.
-			TaskCheckInterval: cfg.WorkerPollInterval, QueuesPollInterval: max(cfg.WorkerPollInterval, time.Second), Pools: pools,
-			// Retries are due every few seconds (the first webhook retry after 5 s).
-			DelayedTaskCheckInterval: time.Second,
-			SweepInterval:            cfg.SweepInterval, LogRepeatInterval: logRepeatInterval}, log)
+		wc := jobs.WorkerConfig(cfg.WorkerConcurrency, cfg.WorkerPollInterval, pools)
+		wc.SweepInterval, wc.LogRepeatInterval = cfg.SweepInterval, logRepeatInterval
+		worker = jobs.NewServer(a.redisOpt, wc, log)
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		jobs.RegisterWebhookTasks(worker, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
 			Nudges: a.bus.Nudges()}, log)

@@ -113,10 +113,13 @@ func (c Config) Validate() error {
 		return errors.New("office: MemoryLimit below 512 MiB cannot start LibreOffice")
 	case c.MaxInputBytes < 0, c.MaxPixels < 0, c.MaxImagePages < 0:
 		return errors.New("office: limits must not be negative")
-	case c.Sandbox != "" && c.Sandbox != SandboxAuto && c.Sandbox != SandboxOn && c.Sandbox != SandboxOff:
-		return fmt.Errorf("office: Sandbox %q is not one of auto, on, off", c.Sandbox)
 	case c.ImageDPI != 0 && (c.ImageDPI < 36 || c.ImageDPI > 600):
 		return errors.New("office: ImageDPI must be within 36–600")
+	}
+	if c.Sandbox != "" {
+		if err := CheckSandboxMode(c.Sandbox); err != nil {
+			return fmt.Errorf("office: Sandbox: %w", err)
+		}
 	}
 	return nil
 }

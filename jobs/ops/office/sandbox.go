@@ -23,6 +23,15 @@ const (
 	SandboxOff  = "off"  // never confine
 )
 
+// CheckSandboxMode reports whether mode is one of the sandbox modes.
+func CheckSandboxMode(mode string) error {
+	switch mode {
+	case SandboxAuto, SandboxOn, SandboxOff:
+		return nil
+	}
+	return fmt.Errorf("%q is not one of %s, %s, %s", mode, SandboxAuto, SandboxOn, SandboxOff)
+}
+
 // A document can make LibreOffice read files: an ODP's image linked by file: URL is
 // embedded on import, and no setting stops it. So each instance runs under bubblewrap
 // and sees only the system's programs, libraries and fonts, its own profile and /tmp,
