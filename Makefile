@@ -51,7 +51,7 @@ lint:
 # packages installed by `npm ci` when missing).
 generate:
 	$(GO) generate ./client/api
-	bash .ci/ensure-sdk-ts
+	bash .ci/npm-ci client/ts
 	cd client/ts && npm run --silent generate
 
 clean:
