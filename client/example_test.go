@@ -63,7 +63,7 @@ func ExampleClient_UploadFile() {
 	c := newClient()
 	path := exampleFile("notes.txt", "a few words")
 	file, err := c.UploadFile(ctx, path, client.UploadOptions{
-		StateFile: path + ".upload.json",
+		StateFile:  path + ".upload.json",
 		Validation: &api.ValidationPolicy{Formats: &[]string{"txt", "pdf"}},
 		Progress: func(p client.UploadProgress) {
 			fmt.Printf("%d/%d bytes\n", p.Sent, p.Total)
