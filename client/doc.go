@@ -19,6 +19,7 @@
 //     small state file after a crash, and completes the file.
 //   - Waiting: WaitJob follows a job over the GraphQL jobUpdated subscription and polls
 //     when websockets are refused.
+//   - Downloads: Download writes a file or an artifact through a minted URL.
 //   - Webhooks: package webhook verifies a signed delivery and decodes its event.
 //
 // It imports its own generated code (package api), the standard library, oapi-codegen's

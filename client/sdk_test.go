@@ -218,6 +218,13 @@ func testUploadResume(t *testing.T, d *deployment) {
 	_, err = os.Stat(statePath)
 	require.ErrorIs(t, err, os.ErrNotExist, "a completed upload forgets its state")
 
+	// The original's bytes come back.
+	h := sha256.New()
+	n, err := c.Download(context.Background(), file.Id, "", h)
+	require.NoError(t, err)
+	require.EqualValues(t, size, n)
+	require.Equal(t, want, hex.EncodeToString(h.Sum(nil)))
+
 	// A small file goes up in one PUT.
 	small := smallFile(t, c, "one put")
 	require.Equal(t, "note.txt", small.Filename)
@@ -267,6 +274,14 @@ func testWaitJob(t *testing.T, d *deployment) {
 			require.Equal(t, api.JobStateSucceeded, done.State)
 			require.Equal(t, 100, done.Progress)
 			require.NotEmpty(t, done.Artifacts)
+			a := done.Artifacts[0]
+			h := sha256.New()
+			n, err := c.Download(ctx, file.Id, a.Id, h)
+			require.NoError(t, err)
+			require.EqualValues(t, a.ByteSize, n)
+			if a.Sha256 != nil {
+				require.Equal(t, *a.Sha256, hex.EncodeToString(h.Sum(nil)), "the artifact's bytes")
+			}
 			mu.Lock()
 			require.NotEmpty(t, seen)
 			require.Equal(t, client.JobProgress{State: api.JobStateSucceeded, Progress: 100}, seen[len(seen)-1])
