@@ -7,6 +7,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     pool: "forks",
     fileParallelism: false,
+    // waitJob subscribes where WebSocket exists: Node 22 has it, Node 20 behind a flag.
+    execArgv: typeof WebSocket === "undefined" ? ["--experimental-websocket"] : [],
     testTimeout: 120_000,
     hookTimeout: 120_000,
   },

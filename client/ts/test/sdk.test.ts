@@ -3,7 +3,7 @@ import { mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { FilemillError, verifyWebhook, eventFile, WebhookVerificationError, type JobProgress } from "../src/index.js";
+import { Filemill, FilemillError, verifyWebhook, eventFile, WebhookVerificationError, type JobProgress } from "../src/index.js";
 import { fileStateStore, openFile } from "../src/node.js";
 import { client, env } from "./env.js";
 
@@ -27,6 +27,26 @@ describe("the TypeScript SDK against a real filemill", () => {
     expect(done.state).toBe("succeeded");
     expect(done.artifacts.length).toBeGreaterThan(0);
     expect(seen.at(-1)).toEqual({ state: "succeeded", progress: 100 });
+  });
+
+  test("waits over the subscription, and by polling", async () => {
+    expect(typeof WebSocket).toBe("function");
+    let gets = 0;
+    const counting: typeof fetch = (input, init) => {
+      const req = input instanceof Request ? input : new Request(input, init);
+      if (req.method === "GET" && /\/v1\/jobs\/job_/.test(req.url)) gets++;
+      return fetch(req);
+    };
+    const c = new Filemill({ baseUrl: env("FILEMILL_API_URL"), apiKey: env("FILEMILL_API_KEY"), fetch: counting });
+    const file = await c.upload(new Blob(["wait for me"]), { filename: "w.txt" });
+    for (const pollOnly of [false, true]) {
+      gets = 0;
+      const job = await c.createJob({ file_id: file.id, operation: "inspect" });
+      const done = await c.waitJob(job.id, { pollOnly });
+      expect(done.state).toBe("succeeded");
+      if (!pollOnly) expect(gets, "only the final read went over REST").toBe(1);
+      else expect(gets).toBeGreaterThanOrEqual(1);
+    }
   });
 
   test("uploads 40 MB in parts, and resumes an aborted upload from its state", async () => {
