@@ -4,7 +4,7 @@ BIN      ?= bin/filemill
 PKGS     ?= ./...
 TESTFLAGS ?= -count=1 -timeout 25m
 
-.PHONY: run build test bench lint deps engines services clean
+.PHONY: run build test bench lint generate deps engines services clean
 
 build: engines
 	$(GO) build -o $(BIN) ./cmd/filemill
@@ -40,6 +40,19 @@ lint:
 	@out=$$(git status --porcelain -- graph/ gqlgen.yml); if [ -n "$$out" ]; then \
 		echo "graph/: the generated code is not current; run 'go run github.com/99designs/gqlgen generate' and commit:"; \
 		echo "$$out"; git diff --stat -- graph/; exit 1; fi
+	@# The SDKs' code generated from rest/openapi.yaml must be the committed one.
+	$(MAKE) --no-print-directory generate
+	@out=$$(git status --porcelain -- client/api client/ts/src/openapi.d.ts); if [ -n "$$out" ]; then \
+		echo "client/: the code generated from rest/openapi.yaml is not current; run 'make generate' and commit:"; \
+		echo "$$out"; exit 1; fi
+
+# The SDKs' types and requests from rest/openapi.yaml: the Go SDK's with oapi-codegen
+# (client/api), the TypeScript SDK's with openapi-typescript (client/ts, its npm
+# packages installed by `npm ci` when missing).
+generate:
+	$(GO) generate ./client/api
+	bash .ci/npm-ci client/ts
+	cd client/ts && npm run --silent generate
 
 clean:
 	rm -rf bin
