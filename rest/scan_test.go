@@ -1,6 +1,9 @@
 package rest_test
 
 import (
+	"archive/zip"
+	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,4 +84,42 @@ func TestValidationScanNeedsAScanner(t *testing.T) {
 		body: map[string]any{"filename": "a.txt", "byte_size": 3, "validation": map[string]any{"scan": true}}})
 	require.Equal(t, 503, r.status, string(r.body))
 	require.Equal(t, domain.CodeProcessingUnavailable, r.errorCode(t))
+}
+
+// TestDeeplyNestedArchiveIsRejectedForItsNesting: a 2 KB file of 20 zips, each in the
+// next, goes past clamd's recursion limit; the upload is rejected for its nesting, not
+// refused as too large to scan.
+func TestDeeplyNestedArchiveIsRejectedForItsNesting(t *testing.T) {
+	t.Parallel()
+	clamd := clamdtest.Start(t)
+	c := scan.DefaultConfig()
+	c.ClamdAddress = clamd.Address
+	scanner, err := scan.New(c)
+	require.NoError(t, err)
+	b := setup(t, setupOpts{scanner: scanner})
+
+	data, name := []byte("the innermost file"), "core.txt"
+	for i := range 20 {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		w, err := zw.Create(name)
+		require.NoError(t, err)
+		_, err = w.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		data, name = buf.Bytes(), fmt.Sprintf("layer%d.zip", i)
+	}
+	r := b.uploadFile(b.liveA, "nested.zip", data, map[string]any{"validation": map[string]any{"scan": true}})
+	require.Equal(t, 422, r.status, string(r.body))
+	e := r.json(t)["error"].(map[string]any)
+	require.Equal(t, domain.CodeMalwareDetected, e["code"])
+	require.NotContains(t, e["message"], "larger")
+	var nesting []string
+	for _, f := range e["details"].(map[string]any)["findings"].([]any) {
+		if f := f.(map[string]any); f["rule"] == "archive.nesting" {
+			nesting = append(nesting, f["message"].(string))
+		}
+	}
+	require.Len(t, nesting, 1, "%v", e)
+	require.Contains(t, nesting[0], "nests archives")
 }
