@@ -21,13 +21,7 @@ func TestAnswersBecomeDoorNeutral(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := dbtest.SQLite(t)
-			if dialect == db.DialectPostgres {
-				url = dbtest.Postgres(t)
-			}
-			s, err := db.Open(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { s.Close() })
+			s := unmigrated(t, dialect)
 			require.NoError(t, s.MigrateThrough(ctx, "20261123000005"))
 
 			at := now()
@@ -94,6 +88,19 @@ func TestAnswersBecomeDoorNeutral(t *testing.T) {
 	}
 }
 
+// unmigrated opens a new, empty database of dialect, for a test of a migration.
+func unmigrated(t *testing.T, dialect string) *db.Store {
+	t.Helper()
+	url := dbtest.SQLite(t)
+	if dialect == db.DialectPostgres {
+		url = dbtest.Postgres(t)
+	}
+	s, err := db.Open(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // normalized returns e with its details in compact JSON, as the databases reformat them.
 func normalized(t *testing.T, e *domain.AnswerError) *domain.AnswerError {
 	t.Helper()
@@ -120,13 +127,7 @@ func TestClaimsGetScopes(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := dbtest.SQLite(t)
-			if dialect == db.DialectPostgres {
-				url = dbtest.Postgres(t)
-			}
-			s, err := db.Open(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { s.Close() })
+			s := unmigrated(t, dialect)
 			require.NoError(t, s.MigrateThrough(ctx, before))
 
 			at := now()
@@ -137,7 +138,7 @@ func TestClaimsGetScopes(t *testing.T) {
 					VALUES (?, 'org_1', 'webhook_endpoints.create', ?, 'fp', ?, ?, ?)`, ids[key], key, at, at.Add(24*time.Hour), at.Add(time.Hour)).Exec(ctx)
 				require.NoError(t, err)
 			}
-			_, err = s.DB().NewRaw(`INSERT INTO idempotency_answers (record_id, result, body, created_at) VALUES (?, 'created', ?, ?)`,
+			_, err := s.DB().NewRaw(`INSERT INTO idempotency_answers (record_id, result, body, created_at) VALUES (?, 'created', ?, ?)`,
 				ids["answered"], []byte(`{"id":"we_1","secret":"whsec_x"}`), at).Exec(ctx)
 			require.NoError(t, err)
 			require.NoError(t, s.MigrateThrough(ctx, scopes))

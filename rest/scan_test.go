@@ -13,16 +13,22 @@ import (
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
 )
 
+// newScanner is the scan engine, in its default configuration, on a clamd of its own.
+func newScanner(t *testing.T) *scan.Engine {
+	t.Helper()
+	c := scan.DefaultConfig()
+	c.ClamdAddress = clamdtest.Start(t).Address
+	scanner, err := scan.New(c)
+	require.NoError(t, err)
+	return scanner
+}
+
 // TestValidationScan: an upload whose policy asks for a scan is scanned at completion by
 // a real clamd and the built-in rules; an infected file is rejected with its findings,
 // a clean one passes, and the inspect preset scans what it inspects.
 func TestValidationScan(t *testing.T) {
 	t.Parallel()
-	clamd := clamdtest.Start(t)
-	c := scan.DefaultConfig()
-	c.ClamdAddress = clamd.Address
-	scanner, err := scan.New(c)
-	require.NoError(t, err)
+	scanner := newScanner(t)
 	b := setup(t, setupOpts{worker: true, scanner: scanner, engines: map[string]domain.Engine{"scan": scanner}})
 	policy := map[string]any{"validation": map[string]any{"scan": true}}
 
@@ -91,12 +97,7 @@ func TestValidationScanNeedsAScanner(t *testing.T) {
 // refused as too large to scan.
 func TestDeeplyNestedArchiveIsRejectedForItsNesting(t *testing.T) {
 	t.Parallel()
-	clamd := clamdtest.Start(t)
-	c := scan.DefaultConfig()
-	c.ClamdAddress = clamd.Address
-	scanner, err := scan.New(c)
-	require.NoError(t, err)
-	b := setup(t, setupOpts{scanner: scanner})
+	b := setup(t, setupOpts{scanner: newScanner(t)})
 
 	data, name := []byte("the innermost file"), "core.txt"
 	for i := range 20 {
