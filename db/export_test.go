@@ -26,3 +26,14 @@ func (s *Store) MigrateThrough(ctx context.Context, name string) error {
 	_, err = m.Migrate(ctx)
 	return err
 }
+
+// RollbackLast rolls back the last group of migrations applied (the one the last
+// Migrate or MigrateThrough applied).
+func (s *Store) RollbackLast(ctx context.Context) error {
+	all, err := s.migrations()
+	if err != nil {
+		return err
+	}
+	_, err = migrate.NewMigrator(s.db, all).Rollback(ctx)
+	return err
+}

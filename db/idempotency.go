@@ -19,11 +19,12 @@ import (
 // record, one more if the record it saw vanished before it could read it.
 const claimAttempts = 3
 
-// claimInsert is the insert of a claim: of many concurrent claims of one key, exactly
-// one inserts, on both dialects, inside or outside a transaction.
-const claimInsert = `INSERT INTO idempotency_records (id, organization_id, endpoint, "key", fingerprint, created_at, expires_at, lease_until)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (organization_id, endpoint, "key") DO NOTHING RETURNING id`
+// claimInsert is the insert of a claim: of many concurrent claims of one key in one
+// scope, exactly one inserts, on both dialects, inside or outside a transaction.
+const claimInsert = `INSERT INTO idempotency_records (id, organization_id, environment, project_id, endpoint, api_key_id, "key",
+		fingerprint, created_at, expires_at, lease_until)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (organization_id, environment, project_id, endpoint, api_key_id, "key") DO NOTHING RETURNING id`
 
 // On PostgreSQL a claim commits without waiting for its flush to disk, so a request waits
 // for one flush, its effect's, not two. That loses nothing: every effect of the request
@@ -88,9 +89,10 @@ type idempotencyRow struct {
 	Body     []byte         `bun:"body"`
 }
 
-// findIdempotencyRecord reads the claim of a key with its answer.
-func (s *Store) findIdempotencyRecord(ctx context.Context, orgID, endpoint, key string) (*domain.IdempotencyRecord, error) {
-	rows, err := s.queryHot(ctx, s.r(), s.idempotencyRecordQuery(), orgID, endpoint, key)
+// findIdempotencyRecord reads the claim of probe's key in probe's scope with its answer.
+func (s *Store) findIdempotencyRecord(ctx context.Context, probe *domain.IdempotencyRecord) (*domain.IdempotencyRecord, error) {
+	rows, err := s.queryHot(ctx, s.r(), s.idempotencyRecordQuery(), probe.OrganizationID, probe.Environment, probe.ProjectID,
+		probe.Endpoint, probe.APIKeyID, probe.Key)
 	if err != nil {
 		return nil, fmt.Errorf("find idempotency record: %w", err)
 	}
@@ -127,13 +129,14 @@ func (s *Store) idempotencyRecordQuery() *hotQuery {
 		q.q = newHotQuery(`SELECT ` + columnList(s.db.Table(reflect.TypeFor[domain.IdempotencyRecord]()), "r.") + `,
 	a.record_id IS NOT NULL AS answered, a.result, a.body
 FROM idempotency_records AS r LEFT JOIN idempotency_answers AS a ON a.record_id = r.id
-WHERE r.organization_id = ? AND r.endpoint = ? AND r."key" = ?`)
+WHERE r.organization_id = ? AND r.environment = ? AND r.project_id = ? AND r.endpoint = ? AND r.api_key_id = ?
+	AND r."key" = ?`)
 	})
 	return q.q
 }
 
-// ClaimIdempotencyKey inserts rec unless a record with the same (organization, endpoint,
-// key) exists. It returns (nil, nil) when rec was inserted, and (existing, nil) when a
+// ClaimIdempotencyKey inserts rec unless a record with the same scope (organization,
+// environment, project, endpoint, API key) and key exists. It returns (nil, nil) when rec was inserted, and (existing, nil) when a
 // live record exists. A record that expired by rec.CreatedAt, or that is still in
 // progress with its lease ended by then (its holder died), is deleted and the claim
 // retried.
@@ -149,7 +152,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *domain.Idempotency
 		if inserted {
 			return nil, nil
 		}
-		existing, err := s.findIdempotencyRecord(ctx, rec.OrganizationID, rec.Endpoint, rec.Key)
+		existing, err := s.findIdempotencyRecord(ctx, rec)
 		if errors.Is(err, domain.ErrNotFound) {
 			continue // released or swept between the insert and the read
 		}
@@ -204,8 +207,8 @@ func (s *Store) claim(ctx context.Context, rec *domain.IdempotencyRecord) (bool,
 	if s.dialect == DialectPostgres && s.tx == nil {
 		q = claimPostgres
 	}
-	rows, err := s.queryHot(ctx, s.w(), q, rec.ID, rec.OrganizationID, rec.Endpoint, rec.Key,
-		rec.Fingerprint, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.LeaseUntil.UTC())
+	rows, err := s.queryHot(ctx, s.w(), q, rec.ID, rec.OrganizationID, rec.Environment, rec.ProjectID, rec.Endpoint,
+		rec.APIKeyID, rec.Key, rec.Fingerprint, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.LeaseUntil.UTC())
 	if err != nil {
 		return false, err
 	}

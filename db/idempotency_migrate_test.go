@@ -21,13 +21,7 @@ func TestAnswersBecomeDoorNeutral(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := dbtest.SQLite(t)
-			if dialect == db.DialectPostgres {
-				url = dbtest.Postgres(t)
-			}
-			s, err := db.Open(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { s.Close() })
+			s := unmigrated(t, dialect)
 			require.NoError(t, s.MigrateThrough(ctx, "20261123000005"))
 
 			at := now()
@@ -61,7 +55,8 @@ func TestAnswersBecomeDoorNeutral(t *testing.T) {
 			claim := func(key string) *domain.IdempotencyRecord {
 				t.Helper()
 				probe := newIdempotencyRecord("org_1", key, now())
-				probe.Endpoint = "POST /v1/x"
+				// Claims made before scopes keep the empty one.
+				probe.Endpoint, probe.Environment, probe.ProjectID = "POST /v1/x", "", ""
 				existing, err := s.ClaimIdempotencyKey(ctx, probe)
 				require.NoError(t, err)
 				return existing
@@ -93,6 +88,19 @@ func TestAnswersBecomeDoorNeutral(t *testing.T) {
 	}
 }
 
+// unmigrated opens a new, empty database of dialect, for a test of a migration.
+func unmigrated(t *testing.T, dialect string) *db.Store {
+	t.Helper()
+	url := dbtest.SQLite(t)
+	if dialect == db.DialectPostgres {
+		url = dbtest.Postgres(t)
+	}
+	s, err := db.Open(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // normalized returns e with its details in compact JSON, as the databases reformat them.
 func normalized(t *testing.T, e *domain.AnswerError) *domain.AnswerError {
 	t.Helper()
@@ -106,4 +114,68 @@ func normalized(t *testing.T, e *domain.AnswerError) *domain.AnswerError {
 	}
 	c.Details = buf
 	return &c
+}
+
+// TestClaimsGetScopes: claims made before keys were scoped by environment, project and
+// API key keep the empty scope — their answers kept, never given to a request, which
+// always has a scope — and a request's claim of the same key is a new one. Rolled back,
+// the first claim of each key stays.
+func TestClaimsGetScopes(t *testing.T) {
+	t.Parallel()
+	const before, scopes = "20261124005001", "20261127001001"
+	for _, dialect := range []string{db.DialectPostgres, db.DialectSQLite} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := unmigrated(t, dialect)
+			require.NoError(t, s.MigrateThrough(ctx, before))
+
+			at := now()
+			ids := map[string]string{}
+			for _, key := range []string{"answered", "pending"} {
+				ids[key] = domain.NewID(domain.PrefixIdempotency)
+				_, err := s.DB().NewRaw(`INSERT INTO idempotency_records (id, organization_id, endpoint, "key", fingerprint, created_at, expires_at, lease_until)
+					VALUES (?, 'org_1', 'webhook_endpoints.create', ?, 'fp', ?, ?, ?)`, ids[key], key, at, at.Add(24*time.Hour), at.Add(time.Hour)).Exec(ctx)
+				require.NoError(t, err)
+			}
+			_, err := s.DB().NewRaw(`INSERT INTO idempotency_answers (record_id, result, body, created_at) VALUES (?, 'created', ?, ?)`,
+				ids["answered"], []byte(`{"id":"we_1","secret":"whsec_x"}`), at).Exec(ctx)
+			require.NoError(t, err)
+			require.NoError(t, s.MigrateThrough(ctx, scopes))
+
+			scoped := func(key string) *domain.IdempotencyRecord {
+				r := newIdempotencyRecord("org_1", key, now())
+				r.Endpoint, r.APIKeyID = "webhook_endpoints.create", "key_1"
+				return r
+			}
+			for _, key := range []string{"answered", "pending"} {
+				require.NoError(t, claimed(t, s, scoped(key)), "a request's claim is new: %s", key)
+			}
+			legacy := scoped("answered")
+			legacy.Environment, legacy.ProjectID, legacy.APIKeyID = "", "", ""
+			kept := answered(t, s, legacy)
+			require.Equal(t, ids["answered"], kept.ID)
+			require.Equal(t, `{"id":"we_1","secret":"whsec_x"}`, string(kept.Answer.Object), "answers stay with their claims")
+
+			// The answers still need their claim: an answer is stored for a claim that
+			// exists, and a claim with an answer is not taken over.
+			rec := scoped("fresh")
+			require.NoError(t, claimed(t, s, rec))
+			rec.State, rec.Answer = domain.IdempotencyDone, &domain.Answer{Result: domain.ResultEmpty}
+			require.NoError(t, s.FinishIdempotencyKey(ctx, rec))
+			_, err = s.DB().NewRaw(`INSERT INTO idempotency_answers (record_id, result, created_at) VALUES ('idem_missing', 'empty', ?)`, at).Exec(ctx)
+			require.Error(t, err, "an answer without its claim")
+			if dialect == db.DialectSQLite {
+				var parent string
+				require.NoError(t, s.DB().NewRaw(`SELECT "table" FROM pragma_foreign_key_list('idempotency_answers')`).Scan(ctx, &parent))
+				require.Equal(t, "idempotency_records", parent, "the reference follows the renamed table")
+			}
+
+			require.NoError(t, s.RollbackLast(ctx))
+			var keys []string
+			require.NoError(t, s.DB().NewRaw(`SELECT id FROM idempotency_records ORDER BY id`).Scan(ctx, &keys))
+			require.Equal(t, []string{ids["answered"], ids["pending"], rec.ID}, keys, "the first claim of each key stays")
+			require.NoError(t, s.Migrate(ctx))
+		})
+	}
 }

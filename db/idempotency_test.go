@@ -16,9 +16,12 @@ import (
 // testLease is the lease of the claims of these tests.
 const testLease = 5 * time.Second
 
+// testProject is the project the claims of these tests act on.
+const testProject = "prj_main"
+
 func newIdempotencyRecord(orgID, key string, at time.Time) *domain.IdempotencyRecord {
-	return &domain.IdempotencyRecord{ID: domain.NewID(domain.PrefixIdempotency), OrganizationID: orgID, Endpoint: "jobs.create",
-		Key: key, Fingerprint: "fp-" + key, State: domain.IdempotencyInProgress, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour),
+	return &domain.IdempotencyRecord{ID: domain.NewID(domain.PrefixIdempotency), OrganizationID: orgID, Environment: domain.EnvLive,
+		ProjectID: testProject, Endpoint: "jobs.create", Key: key, Fingerprint: "fp-" + key, State: domain.IdempotencyInProgress, CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour),
 		LeaseUntil: at.Add(testLease)}
 }
 
@@ -52,13 +55,25 @@ func TestIdempotencyKeys(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, rec.ID, existing.ID)
 		})
-		t.Run("ScopedByOrganizationAndEndpoint", func(t *testing.T) {
+		t.Run("ScopedByOrganizationEnvironmentProjectEndpointAndKey", func(t *testing.T) {
 			at := now()
-			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.org.ID, "k2", at)))
-			require.NoError(t, claimed(t, s, newIdempotencyRecord(tn.other.ID, "k2", at)))
-			other := newIdempotencyRecord(tn.org.ID, "k2", at)
-			other.Endpoint = "uploads.create"
-			require.NoError(t, claimed(t, s, other))
+			first := newIdempotencyRecord(tn.org.ID, "k2", at)
+			require.NoError(t, claimed(t, s, first))
+			for name, change := range map[string]func(*domain.IdempotencyRecord){
+				"Organization": func(r *domain.IdempotencyRecord) { r.OrganizationID = tn.other.ID },
+				"Environment":  func(r *domain.IdempotencyRecord) { r.Environment = domain.EnvTest },
+				"Project":      func(r *domain.IdempotencyRecord) { r.ProjectID = "prj_second" },
+				"Endpoint":     func(r *domain.IdempotencyRecord) { r.Endpoint = "uploads.create" },
+				"APIKey":       func(r *domain.IdempotencyRecord) { r.APIKeyID = "key_other" },
+			} {
+				other := newIdempotencyRecord(tn.org.ID, "k2", at)
+				change(other)
+				require.NoError(t, claimed(t, s, other), name)
+			}
+			again := newIdempotencyRecord(tn.org.ID, "k2", at)
+			existing, err := s.ClaimIdempotencyKey(ctx, again)
+			require.NoError(t, err)
+			require.Equal(t, first, existing, "the same scope finds the first claim")
 		})
 		t.Run("Release", func(t *testing.T) {
 			rec := newIdempotencyRecord(tn.org.ID, "k3", now())

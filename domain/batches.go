@@ -23,7 +23,7 @@ type BatchRequest struct {
 // Action scopes a batch request's Idempotency-Key.
 func (BatchRequest) Action() string { return "batches.create" }
 
-func (r BatchRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+func (r BatchRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	adm, err := s.Jobs.authorizeBatch(ctx, p, r)
 	return s.Jobs.admitting(p, adm), err
 }

@@ -85,11 +85,11 @@ func ClientAddr(remoteAddr string) netip.Addr {
 // it, its effect run, nothing claimed or stored. The GraphQL door's mutations come this
 // way when the client sends no idempotencyKey (REST requires the key).
 func (s *Services) Run(ctx context.Context, p *Principal, req Request) (*Answer, error) {
-	eff, err := req.authorize(ctx, s, p)
+	g, err := req.authorize(ctx, s, p)
 	if err != nil {
 		return nil, err
 	}
-	return eff(ctx, nil)
+	return g.run(ctx, nil)
 }
 
 // Charge takes a request's token after authentication: from the key's bucket, or from

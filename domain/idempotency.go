@@ -20,11 +20,14 @@ import (
 //  1. authorize: the request is decided for the key — scope, environment, allowed
 //     operations and projects, the resources it names — before anything is handed out,
 //     a stored answer included. A refusal is never stored.
-//  2. claim: the key is claimed in the organization for the request's action. A claim
-//     holding an answer is replayed when the request is the same (same fingerprint),
-//     refused with idempotency_conflict when it is not; a claim still in progress is
-//     refused with idempotency_conflict in_progress, Retry-After 1 — unless its lease ran
-//     out, which means its holder died: then the request takes the claim over.
+//  2. claim: the key is claimed in the request's scope: its organization, environment
+//     and project (the one it acts on), its action, and — when its answer holds a
+//     credential (keyBound) — the API key that makes it. A request in another scope is
+//     another request. A claim holding an answer is replayed when the request is the
+//     same (same fingerprint), refused with idempotency_conflict when it is not; a
+//     claim still in progress is refused with idempotency_conflict in_progress,
+//     Retry-After 1 — unless its lease ran out, which means its holder died: then the
+//     request takes the claim over.
 //  3. effect: the request's effect runs while its claim is held, the holder renewing the
 //     claim's lease; its answer is stored (by the effect's own write where it can, see
 //     Admission.Answer) — except failures on our side and refusals that say to come back
@@ -117,16 +120,34 @@ type Call struct {
 // so the value's json tags name its fields as the contract does.
 type Request interface {
 	// Action names what the request does, door-neutrally ("jobs.create"): with the
-	// organization it scopes the request's Idempotency-Key.
+	// organization, environment and project it scopes the request's Idempotency-Key.
 	Action() string
 	// authorize decides whether p may make the request, reading what that needs, and
-	// returns its effect, to run once the request holds its claim.
-	authorize(ctx context.Context, s *Services, p *Principal) (effect, error)
+	// returns the grant: the project it acts on and its effect, to run once the
+	// request holds its claim.
+	authorize(ctx context.Context, s *Services, p *Principal) (grant, error)
+}
+
+// grant is an authorized request: the project it acts on — the one it names or the
+// key's own for a creation, the project of the resource it names otherwise — and its
+// effect.
+type grant struct {
+	projectID string
+	run       effect
 }
 
 // effect does what an authorized request asks. Its answer is stored when kept; a
 // refusal may also come back as an *Error. c is nil when nothing is to be stored.
 type effect func(ctx context.Context, c *claim) (*Answer, error)
+
+// keyBound marks a request whose answer holds a credential: a signed URL that writes or
+// reads bytes, or a webhook endpoint's secret. Its claim belongs to the API key that
+// makes it: the answer is replayed to that key alone, and another key sending the same
+// Idempotency-Key — even of the same environment and project — makes a new request,
+// getting its own session, URL or endpoint (never a replay, nor a conflict). A key may
+// see these resources through other requests, but a credential is shown only to whoever
+// asked for it.
+type keyBound interface{ answerHoldsCredential() }
 
 // ValidIdempotencyKey checks a client's key: 1 to 255 printable ASCII characters.
 // Codes: invalid_request (param Idempotency-Key).
@@ -186,7 +207,7 @@ func inProgress() *Error {
 // an error is a refusal or failure that is not stored. Codes: those of the request,
 // invalid_request (Idempotency-Key), idempotency_conflict.
 func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*Answer, error) {
-	eff, err := req.authorize(ctx, s, p)
+	g, err := req.authorize(ctx, s, p)
 	if err != nil {
 		return nil, err
 	}
@@ -198,9 +219,12 @@ func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*
 		return nil, err
 	}
 	now := s.Clock.Now()
-	rec := &IdempotencyRecord{ID: NewID(PrefixIdempotency), OrganizationID: p.Organization.ID, Endpoint: req.Action(),
-		Key: c.IdempotencyKey, Fingerprint: fp, State: IdempotencyInProgress,
+	rec := &IdempotencyRecord{ID: NewID(PrefixIdempotency), OrganizationID: p.Organization.ID, Environment: p.Environment(),
+		ProjectID: g.projectID, Endpoint: req.Action(), Key: c.IdempotencyKey, Fingerprint: fp, State: IdempotencyInProgress,
 		CreatedAt: now, ExpiresAt: now.Add(s.Config.IdempotencyTTL), LeaseUntil: now.Add(s.Config.IdempotencyLease)}
+	if _, ok := req.(keyBound); ok {
+		rec.APIKeyID = p.Key.ID
+	}
 	existing, err := s.Store.ClaimIdempotencyKey(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("claim idempotency key: %w", err)
@@ -219,7 +243,7 @@ func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*
 	}
 	cl := s.hold(rec)
 	defer cl.release(ctx)
-	a, err := eff(ctx, cl)
+	a, err := g.run(ctx, cl)
 	if errors.Is(err, ErrClaimLost) {
 		return nil, inProgress()
 	}

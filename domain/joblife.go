@@ -25,21 +25,23 @@ type JobRequest struct {
 // Action scopes a job request's Idempotency-Key.
 func (JobRequest) Action() string { return "jobs.create" }
 
-func (r JobRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+func (r JobRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	adm, err := s.Jobs.authorizeJob(ctx, p, r)
 	return s.Jobs.admitting(p, adm), err
 }
 
-// admitting is the effect of an authorized job or batch request: its admission; nil
-// for a request that was refused.
-func (s *Jobs) admitting(p *Principal, adm *admission) effect {
+// admitting is the grant of an authorized job or batch request: the project of its
+// (first) file, and its admission as its effect; nothing for a request that was
+// refused.
+func (s *Jobs) admitting(p *Principal, adm *admission) grant {
 	if adm == nil {
-		return nil
+		return grant{}
 	}
-	return func(ctx context.Context, c *claim) (*Answer, error) {
+	// authorizeFiles found every file: the admission refuses files of several projects.
+	return grant{projectID: adm.facts.Files[adm.fileIDs[0]].ProjectID, run: func(ctx context.Context, c *claim) (*Answer, error) {
 		_, _, a, err := s.admit(ctx, p, adm, c)
 		return a, err
-	}
+	}}
 }
 
 // resolveOperation finds the operation or preset of a request and checks the key may

@@ -118,19 +118,26 @@ const (
 )
 
 // IdempotencyRecord is the claim of an idempotency key, scoped to (organization,
-// endpoint — the request's action — and key), and the answer given under it, so a replay
-// gets the same answer and no new effect. The claim and its answer are stored apart:
-// State and Answer are the answer's.
+// environment, project, endpoint — the request's action —, API key when the answer holds
+// a credential, and key), and the answer given under it, so a replay gets the same
+// answer and no new effect. The claim and its answer are stored apart: State and Answer
+// are the answer's.
 type IdempotencyRecord struct {
-	ID             string    `bun:"id,pk"`
-	OrganizationID string    `bun:"organization_id,notnull"`
-	Endpoint       string    `bun:"endpoint,notnull"`
-	Key            string    `bun:"key,notnull"`
-	Fingerprint    string    `bun:"fingerprint,notnull"`
-	State          string    `bun:"-"`
-	Answer         *Answer   `bun:"-"` // when State is done
-	CreatedAt      time.Time `bun:"created_at,notnull"`
-	ExpiresAt      time.Time `bun:"expires_at,notnull"`
+	ID             string      `bun:"id,pk"`
+	OrganizationID string      `bun:"organization_id,notnull"`
+	Environment    Environment `bun:"environment,notnull"`
+	// ProjectID is the project the request acts on.
+	ProjectID string `bun:"project_id,notnull"`
+	Endpoint  string `bun:"endpoint,notnull"`
+	// APIKeyID is the key that made the request when its answer holds a credential (a
+	// signed URL, a webhook secret), which is replayed to that key alone; "" otherwise.
+	APIKeyID    string    `bun:"api_key_id,notnull"`
+	Key         string    `bun:"key,notnull"`
+	Fingerprint string    `bun:"fingerprint,notnull"`
+	State       string    `bun:"-"`
+	Answer      *Answer   `bun:"-"` // when State is done
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+	ExpiresAt   time.Time `bun:"expires_at,notnull"`
 	// LeaseUntil is how long the claim's holder is known to be alive: the holder renews
 	// it while its effect runs, and a claim still in progress past it is taken over.
 	LeaseUntil time.Time `bun:"lease_until,notnull"`

@@ -179,7 +179,7 @@ type Store interface {
 	SumKeySpend(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
 
 	// ClaimIdempotencyKey inserts rec as in progress. When a record with the same
-	// (organization, endpoint, key) exists, it returns that record, with its answer when
+	// (organization, environment, project, endpoint, API key, key) exists, it returns that record, with its answer when
 	// it has one, and inserts nothing — unless the record expired by rec.CreatedAt, or is
 	// still in progress with its lease ended by rec.CreatedAt (its holder died): such a
 	// record is replaced by rec, conditionally, so of concurrent claimants one wins.

@@ -29,17 +29,21 @@ type ValidationRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (UploadRequest) Action() string { return "uploads.create" }
 
-func (r UploadRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+// The session's answer holds its signed PUT URLs.
+func (UploadRequest) answerHoldsCredential() {}
+
+func (r UploadRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	if err := p.RequireScope(ScopeFilesWrite); err != nil {
-		return nil, err
+		return grant{}, err
 	}
 	if r.ProjectID != "" && !ValidID(PrefixProject, r.ProjectID) {
-		return nil, InvalidParam("project_id", "project_id must be a prj_ id")
+		return grant{}, InvalidParam("project_id", "project_id must be a prj_ id")
 	}
-	if _, err := p.ResolveProject(ctx, s.Store, r.ProjectID); err != nil {
-		return nil, err
+	prj, err := p.ResolveProject(ctx, s.Store, r.ProjectID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj.ID, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		nu, err := r.newUpload()
 		if err != nil {
 			return nil, err
@@ -52,7 +56,7 @@ func (r UploadRequest) authorize(ctx context.Context, s *Services, p *Principal)
 			return NewAnswer(ResultOK, t.File.View())
 		}
 		return NewAnswer(ResultCreated, t.View())
-	}, nil
+	}}, nil
 }
 
 // newUpload is the upload the request asks for, once the numbers it gives are at least
@@ -94,20 +98,21 @@ type CompleteFileRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (CompleteFileRequest) Action() string { return "files.complete" }
 
-func (r CompleteFileRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+func (r CompleteFileRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	if err := p.RequireScope(ScopeFilesWrite); err != nil {
-		return nil, err
+		return grant{}, err
 	}
-	if _, err := s.Files.findFile(ctx, p, r.FileID); err != nil {
-		return nil, err
+	f, err := s.Files.findFile(ctx, p, r.FileID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: f.ProjectID, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		f, err := s.Files.CompleteFile(ctx, p, r.FileID)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultOK, f.View())
-	}, nil
+	}}, nil
 }
 
 // DownloadURLRequest is POST /v1/files/{file_id}/download-url. ExpiresIn is nil when
@@ -121,14 +126,18 @@ type DownloadURLRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (DownloadURLRequest) Action() string { return "files.download_url" }
 
-func (r DownloadURLRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+// The answer is a signed download URL.
+func (DownloadURLRequest) answerHoldsCredential() {}
+
+func (r DownloadURLRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	if err := p.RequireScope(ScopeFilesRead); err != nil {
-		return nil, err
+		return grant{}, err
 	}
-	if _, err := s.Files.findFile(ctx, p, r.FileID); err != nil {
-		return nil, err
+	f, err := s.Files.findFile(ctx, p, r.FileID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: f.ProjectID, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		expires := 0 // the default
 		if r.ExpiresIn != nil {
 			if *r.ExpiresIn == 0 {
@@ -141,18 +150,21 @@ func (r DownloadURLRequest) authorize(ctx context.Context, s *Services, p *Princ
 			return nil, err
 		}
 		return NewAnswer(ResultCreated, d.View())
-	}, nil
+	}}, nil
 }
 
 // authorizeUpload decides a request on an upload session: scope files:write, and the
-// key may see the session. Codes: insufficient_scope, not_found, environment_mismatch,
-// key_restricted.
-func authorizeUpload(ctx context.Context, s *Services, p *Principal, id string) error {
+// key may see the session; it returns the session's project. Codes:
+// insufficient_scope, not_found, environment_mismatch, key_restricted.
+func authorizeUpload(ctx context.Context, s *Services, p *Principal, id string) (string, error) {
 	if err := p.RequireScope(ScopeFilesWrite); err != nil {
-		return err
+		return "", err
 	}
-	_, _, err := s.Uploads.findUpload(ctx, p, id)
-	return err
+	u, _, err := s.Uploads.findUpload(ctx, p, id)
+	if err != nil {
+		return "", err
+	}
+	return u.ProjectID, nil
 }
 
 // RemintPartsRequest is POST /v1/uploads/{upload_id}/parts.
@@ -163,18 +175,22 @@ type RemintPartsRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (RemintPartsRequest) Action() string { return "uploads.remint_parts" }
 
-func (r RemintPartsRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
-	if err := authorizeUpload(ctx, s, p, r.UploadID); err != nil {
-		return nil, err
+func (r RemintPartsRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
+	prj, err := authorizeUpload(ctx, s, p, r.UploadID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		t, err := s.Uploads.RemintParts(ctx, p, r.UploadID)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultOK, t.View())
-	}, nil
+	}}, nil
 }
+
+// The answer holds the parts' new signed URLs.
+func (RemintPartsRequest) answerHoldsCredential() {}
 
 // CompletePartsRequest is POST /v1/uploads/{upload_id}/complete-parts.
 type CompletePartsRequest struct {
@@ -191,11 +207,12 @@ type PartRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (CompletePartsRequest) Action() string { return "uploads.complete_parts" }
 
-func (r CompletePartsRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
-	if err := authorizeUpload(ctx, s, p, r.UploadID); err != nil {
-		return nil, err
+func (r CompletePartsRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
+	prj, err := authorizeUpload(ctx, s, p, r.UploadID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		if len(r.Parts) == 0 {
 			return nil, InvalidParam("parts", "parts must list at least one part")
 		}
@@ -214,7 +231,7 @@ func (r CompletePartsRequest) authorize(ctx context.Context, s *Services, p *Pri
 			return nil, err
 		}
 		return NewAnswer(ResultOK, f.View())
-	}, nil
+	}}, nil
 }
 
 // AbortUploadRequest is POST /v1/uploads/{upload_id}/abort.
@@ -225,16 +242,17 @@ type AbortUploadRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (AbortUploadRequest) Action() string { return "uploads.abort" }
 
-func (r AbortUploadRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
-	if err := authorizeUpload(ctx, s, p, r.UploadID); err != nil {
-		return nil, err
+func (r AbortUploadRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
+	prj, err := authorizeUpload(ctx, s, p, r.UploadID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		if err := s.Uploads.AbortUpload(ctx, p, r.UploadID); err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultEmpty, nil)
-	}, nil
+	}}, nil
 }
 
 // CancelJobRequest is POST /v1/jobs/{job_id}/cancel.
@@ -245,39 +263,44 @@ type CancelJobRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (CancelJobRequest) Action() string { return "jobs.cancel" }
 
-func (r CancelJobRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+func (r CancelJobRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	if err := p.RequireScope(ScopeJobsWrite); err != nil {
-		return nil, err
+		return grant{}, err
 	}
-	if _, err := s.Jobs.FindJob(ctx, p, r.JobID); err != nil {
-		return nil, err
+	j, err := s.Jobs.FindJob(ctx, p, r.JobID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: j.ProjectID, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		j, err := s.Jobs.CancelJob(ctx, p, r.JobID)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultOK, j.View())
-	}, nil
+	}}, nil
 }
 
 // Action scopes the request's Idempotency-Key.
 func (NewWebhookEndpoint) Action() string { return "webhook_endpoints.create" }
 
-func (r NewWebhookEndpoint) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
+// The answer holds the endpoint's signing secret.
+func (NewWebhookEndpoint) answerHoldsCredential() {}
+
+func (r NewWebhookEndpoint) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
-		return nil, err
+		return grant{}, err
 	}
-	if _, err := p.ResolveProject(ctx, s.Store, r.ProjectID); err != nil {
-		return nil, err
+	prj, err := p.ResolveProject(ctx, s.Store, r.ProjectID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj.ID, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		ep, err := s.Webhooks.CreateEndpoint(ctx, p, r)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultCreated, ep.SecretView())
-	}, nil
+	}}, nil
 }
 
 // SecretView is the endpoint with its secret, as the answers to its creation and to a
@@ -289,14 +312,17 @@ func (e *WebhookEndpoint) SecretView() WebhookEndpointView {
 }
 
 // authorizeEndpoint decides a request that changes a webhook endpoint: scope
-// webhooks:write, and the key may see the endpoint. Codes: insufficient_scope,
-// not_found, environment_mismatch, key_restricted.
-func authorizeEndpoint(ctx context.Context, s *Services, p *Principal, id string) error {
+// webhooks:write, and the key may see the endpoint; it returns the endpoint's project.
+// Codes: insufficient_scope, not_found, environment_mismatch, key_restricted.
+func authorizeEndpoint(ctx context.Context, s *Services, p *Principal, id string) (string, error) {
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
-		return err
+		return "", err
 	}
-	_, err := s.Webhooks.FindEndpoint(ctx, p, id)
-	return err
+	ep, err := s.Webhooks.FindEndpoint(ctx, p, id)
+	if err != nil {
+		return "", err
+	}
+	return ep.ProjectID, nil
 }
 
 // WebhookTestRequest is POST /v1/webhook-endpoints/{webhook_endpoint_id}/test.
@@ -307,17 +333,18 @@ type WebhookTestRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (WebhookTestRequest) Action() string { return "webhook_endpoints.test" }
 
-func (r WebhookTestRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
-	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
-		return nil, err
+func (r WebhookTestRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
+	prj, err := authorizeEndpoint(ctx, s, p, r.EndpointID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		e, err := s.Webhooks.SendTest(ctx, p, r.EndpointID)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultAccepted, e.View())
-	}, nil
+	}}, nil
 }
 
 // RotateSecretRequest is POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret.
@@ -328,18 +355,22 @@ type RotateSecretRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (RotateSecretRequest) Action() string { return "webhook_endpoints.rotate_secret" }
 
-func (r RotateSecretRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
-	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
-		return nil, err
+func (r RotateSecretRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
+	prj, err := authorizeEndpoint(ctx, s, p, r.EndpointID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		ep, err := s.Webhooks.RotateSecret(ctx, p, r.EndpointID)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultOK, ep.SecretView())
-	}, nil
+	}}, nil
 }
+
+// The answer holds the endpoint's new signing secret.
+func (RotateSecretRequest) answerHoldsCredential() {}
 
 // RetryDeliveryRequest is POST
 // /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry.
@@ -351,15 +382,16 @@ type RetryDeliveryRequest struct {
 // Action scopes the request's Idempotency-Key.
 func (RetryDeliveryRequest) Action() string { return "webhook_endpoints.retry_delivery" }
 
-func (r RetryDeliveryRequest) authorize(ctx context.Context, s *Services, p *Principal) (effect, error) {
-	if err := authorizeEndpoint(ctx, s, p, r.EndpointID); err != nil {
-		return nil, err
+func (r RetryDeliveryRequest) authorize(ctx context.Context, s *Services, p *Principal) (grant, error) {
+	prj, err := authorizeEndpoint(ctx, s, p, r.EndpointID)
+	if err != nil {
+		return grant{}, err
 	}
-	return func(ctx context.Context, _ *claim) (*Answer, error) {
+	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
 		d, err := s.Webhooks.RetryDelivery(ctx, p, r.EndpointID, r.DeliveryID)
 		if err != nil {
 			return nil, err
 		}
 		return NewAnswer(ResultAccepted, d.View())
-	}, nil
+	}}, nil
 }

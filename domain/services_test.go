@@ -362,7 +362,7 @@ func TestIdempotencyFailuresAndLeases(t *testing.T) {
 	t.Run("ClaimOfAHolderThatDiedIsTakenOver", func(t *testing.T) {
 		now := e.clock.Now()
 		dead := &domain.IdempotencyRecord{ID: domain.NewID(domain.PrefixIdempotency), OrganizationID: e.org.Organization.ID,
-			Endpoint: job.Action(), Key: "k-dead", Fingerprint: "a request that never finished",
+			Environment: e.p.Environment(), ProjectID: e.p.Key.ProjectID, Endpoint: job.Action(), Key: "k-dead", Fingerprint: "a request that never finished",
 			CreatedAt: now, ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(lease)}
 		existing, err := e.store.ClaimIdempotencyKey(ctx, dead)
 		require.NoError(t, err)

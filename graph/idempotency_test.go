@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,4 +77,58 @@ func TestIdempotencyKeysAreSharedWithREST(t *testing.T) {
 		require.Equal(t, domain.CodeInvalidRequest, r.code(t))
 		require.Equal(t, "idempotencyKey", r.Errors[0].Extensions["param"])
 	})
+}
+
+// TestIdempotencyKeysStayInTheirScope: through GraphQL as through REST, the key is
+// scoped to (organization, environment, project, action), and to the API key for an
+// answer holding a credential: the test key, or a key of another project, sending the
+// live key's idempotencyKey gets a new endpoint and a new session, never the live
+// secret or PUT URL.
+func TestIdempotencyKeysStayInTheirScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	prj, err := b.svc.Organizations.CreateProject(context.Background(), b.orgA.Organization.ID, "b")
+	require.NoError(t, err)
+	keyB := b.key(func(nk *domain.NewKey) { nk.ProjectID, nk.AllowedProjects = prj.ID, []string{prj.ID} })
+	const createHook = `mutation($in: CreateWebhookEndpointInput!, $key: String) { createWebhookEndpoint(input: $in, idempotencyKey: $key) { secret webhookEndpoint { id projectId } } }`
+	const createUpload = `mutation($in: CreateUploadInput!, $key: String) { createUpload(input: $in, idempotencyKey: $key) { upload { id projectId uploadUrl } } }`
+	hookKey, uploadKey := idem(), idem()
+	hookIn := map[string]any{"url": "https://hooks.example.com/scope", "enabledEvents": []string{"job.succeeded"}}
+	uploadIn := map[string]any{"filename": "a.txt", "byteSize": 5}
+
+	// The live key's answers, made through REST.
+	st, hook, _ := b.restKey("POST", "/v1/webhook-endpoints", b.liveA, hookKey, map[string]any{"url": hookIn["url"], "enabled_events": hookIn["enabledEvents"]})
+	require.Equal(t, 201, st, hook)
+	st, upload, _ := b.restKey("POST", "/v1/uploads", b.liveA, uploadKey, map[string]any{"filename": "a.txt", "byte_size": 5})
+	require.Equal(t, 201, st, upload)
+
+	for name, c := range map[string]struct{ key, project string }{
+		"TestKey":                 {b.testA, b.orgA.Project.ID},
+		"KeyRestrictedToProjectB": {keyB, prj.ID},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := b.gql(c.key, createHook, map[string]any{"in": hookIn, "key": hookKey}).ok(t)
+			require.Nil(t, r.Extensions["idempotentReplayed"])
+			ep := field(r, "createWebhookEndpoint")
+			require.NotEqual(t, hook["id"], ep["webhookEndpoint"].(map[string]any)["id"])
+			require.NotEqual(t, hook["secret"], ep["secret"])
+			require.Equal(t, c.project, ep["webhookEndpoint"].(map[string]any)["projectId"])
+
+			r = b.gql(c.key, createUpload, map[string]any{"in": uploadIn, "key": uploadKey}).ok(t)
+			require.Nil(t, r.Extensions["idempotentReplayed"])
+			u := field(r, "createUpload")["upload"].(map[string]any)
+			require.NotEqual(t, upload["id"], u["id"])
+			require.NotEqual(t, upload["upload_url"], u["uploadUrl"])
+			require.Equal(t, c.project, u["projectId"])
+
+			// Its own answers replay to it, through either door.
+			again := b.gql(c.key, createUpload, map[string]any{"in": uploadIn, "key": uploadKey}).ok(t)
+			require.Equal(t, true, again.Extensions["idempotentReplayed"])
+			require.Equal(t, u["id"], field(again, "createUpload")["upload"].(map[string]any)["id"])
+			st, body, h := b.restKey("POST", "/v1/webhook-endpoints", c.key, hookKey, map[string]any{"url": hookIn["url"], "enabled_events": hookIn["enabledEvents"]})
+			require.Equal(t, 201, st, body)
+			require.Equal(t, "true", h.Get("Idempotent-Replayed"))
+			require.Equal(t, ep["secret"], body["secret"])
+		})
+	}
 }

@@ -2,7 +2,9 @@ package rest_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,10 +191,33 @@ func TestPublicAndOperationalEndpoints(t *testing.T) {
 	require.Equal(t, 200, b.do(req{method: "GET", path: "/healthz"}).status)
 	require.Equal(t, 200, b.do(req{method: "GET", path: "/readyz"}).status)
 
-	resp, err := http.Get(b.srv.URL + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, 200, b.do(req{method: "GET", path: "/v1/jobs", key: b.liveA}).status)
+
+	// Every tenant's figures are in the metrics: the API does not serve them, with or
+	// without a key; their own handler does.
+	scrape := func(base, key string) (int, string) {
+		hr, err := http.NewRequest("GET", base+"/metrics", nil)
+		require.NoError(t, err)
+		if key != "" {
+			hr.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(hr)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	for _, key := range []string{"", b.liveA} {
+		status, body := scrape(b.srv.URL, key)
+		require.Equal(t, 404, status)
+		require.NotContains(t, body, "filemill_")
+	}
+	metrics := httptest.NewServer(b.api.MetricsHandler())
+	t.Cleanup(metrics.Close)
+	status, body := scrape(metrics.URL, "")
+	require.Equal(t, 200, status)
+	require.Contains(t, body, `filemill_http_requests_total{route="GET /v1/jobs",status="200"} 1`)
 }
 
 func TestListsPaginate(t *testing.T) {

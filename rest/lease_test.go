@@ -157,6 +157,7 @@ func TestIdempotencyLease(t *testing.T) {
 		b := setup(t, setupOpts{clock: clock})
 		now := clock.Now()
 		dead := &domain.IdempotencyRecord{ID: domain.NewID(domain.PrefixIdempotency), OrganizationID: b.orgA.Organization.ID,
+			Environment: domain.EnvLive, ProjectID: b.orgA.Project.ID, APIKeyID: b.keyID(b.liveA),
 			Endpoint: "webhook_endpoints.create", Key: "killed-1", Fingerprint: "of the request that died",
 			CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour), LeaseUntil: now.Add(b.svc.Config.IdempotencyLease)}
 		existing, err := b.store.ClaimIdempotencyKey(context.Background(), dead)

@@ -84,8 +84,10 @@ func TestReplayIsAuthorizedFirst(t *testing.T) {
 	}
 
 	t.Run("AuthorizedKeysGetTheStoredAnswer", func(t *testing.T) {
-		// Another key of the organization that may do the same gets the same answer:
-		// the key of a request is scoped to (organization, endpoint).
+		// Another key of the environment and project that may do the same gets the
+		// same answer: the key of a request is scoped to (organization, environment,
+		// project, endpoint) — a job holds no credential. The download URL does: it is
+		// replayed to its own key.
 		for _, key := range []string{b.liveA, b.newKey(nil)} {
 			r := b.do(replayJob(key))
 			require.Equal(t, 202, r.status, string(r.body))

@@ -1,6 +1,9 @@
 package rest_test
 
 import (
+	"archive/zip"
+	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,16 +13,22 @@ import (
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
 )
 
+// newScanner is the scan engine, in its default configuration, on a clamd of its own.
+func newScanner(t *testing.T) *scan.Engine {
+	t.Helper()
+	c := scan.DefaultConfig()
+	c.ClamdAddress = clamdtest.Start(t).Address
+	scanner, err := scan.New(c)
+	require.NoError(t, err)
+	return scanner
+}
+
 // TestValidationScan: an upload whose policy asks for a scan is scanned at completion by
 // a real clamd and the built-in rules; an infected file is rejected with its findings,
 // a clean one passes, and the inspect preset scans what it inspects.
 func TestValidationScan(t *testing.T) {
 	t.Parallel()
-	clamd := clamdtest.Start(t)
-	c := scan.DefaultConfig()
-	c.ClamdAddress = clamd.Address
-	scanner, err := scan.New(c)
-	require.NoError(t, err)
+	scanner := newScanner(t)
 	b := setup(t, setupOpts{worker: true, scanner: scanner, engines: map[string]domain.Engine{"scan": scanner}})
 	policy := map[string]any{"validation": map[string]any{"scan": true}}
 
@@ -81,4 +90,37 @@ func TestValidationScanNeedsAScanner(t *testing.T) {
 		body: map[string]any{"filename": "a.txt", "byte_size": 3, "validation": map[string]any{"scan": true}}})
 	require.Equal(t, 503, r.status, string(r.body))
 	require.Equal(t, domain.CodeProcessingUnavailable, r.errorCode(t))
+}
+
+// TestDeeplyNestedArchiveIsRejectedForItsNesting: a 2 KB file of 20 zips, each in the
+// next, goes past clamd's recursion limit; the upload is rejected for its nesting, not
+// refused as too large to scan.
+func TestDeeplyNestedArchiveIsRejectedForItsNesting(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{scanner: newScanner(t)})
+
+	data, name := []byte("the innermost file"), "core.txt"
+	for i := range 20 {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		w, err := zw.Create(name)
+		require.NoError(t, err)
+		_, err = w.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		data, name = buf.Bytes(), fmt.Sprintf("layer%d.zip", i)
+	}
+	r := b.uploadFile(b.liveA, "nested.zip", data, map[string]any{"validation": map[string]any{"scan": true}})
+	require.Equal(t, 422, r.status, string(r.body))
+	e := r.json(t)["error"].(map[string]any)
+	require.Equal(t, domain.CodeMalwareDetected, e["code"])
+	require.NotContains(t, e["message"], "larger")
+	var nesting []string
+	for _, f := range e["details"].(map[string]any)["findings"].([]any) {
+		if f := f.(map[string]any); f["rule"] == "archive.nesting" {
+			nesting = append(nesting, f["message"].(string))
+		}
+	}
+	require.Len(t, nesting, 1, "%v", e)
+	require.Contains(t, nesting[0], "nests archives")
 }

@@ -22,7 +22,7 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ReadinessChecks are run by /readyz, in order.
 	ReadinessChecks []Checker
-	// QueueDepth feeds the queue-depth gauge of /metrics; nil leaves it out.
+	// QueueDepth feeds the queue-depth gauge of the metrics; nil leaves it out.
 	QueueDepth func(ctx context.Context) (map[string]int, error)
 }
 
@@ -49,15 +49,24 @@ func NewServer(cfg Config, svc *domain.Services, log *slog.Logger) *Server {
 	return s
 }
 
-// Handler returns the root handler: /v1, health, readiness and metrics.
+// Handler returns the root handler: /v1, health and readiness. The metrics are not
+// among them (see MetricsHandler).
 func (s *Server) Handler() http.Handler {
 	return s.withRequestID(s.withRecover(s.withAccessLog(s.mux)))
+}
+
+// MetricsHandler serves the Prometheus metrics at GET /metrics. They span every tenant
+// (queue depths, routes), and ask for no key, so they are served on a listener of
+// their own, for the operator's network only — never beside the API.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.handler())
+	return mux
 }
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", s.metrics.handler())
 	doc, err := OpenAPIDocument(s.svc.Jobs.Registry)
 	if err != nil {
 		panic("rest: openapi document: " + err.Error()) // the embedded document and the registry are fixed at build time

@@ -42,6 +42,7 @@ type bundle struct {
 	t        *testing.T
 	store    *db.Store
 	svc      *domain.Services
+	api      *rest.Server
 	srv      *httptest.Server
 	client   *http.Client
 	blobs    domain.Blobs
@@ -168,7 +169,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 		t.Cleanup(w.Shutdown)
 	}
 
-	b := &bundle{t: t, store: store, svc: svc, srv: srv, blobs: blobs, redisOpt: redisOpt, dbProxy: proxy,
+	b := &bundle{t: t, store: store, svc: svc, api: api, srv: srv, blobs: blobs, redisOpt: redisOpt, dbProxy: proxy,
 		client: openapitest.New(t).Client(http.DefaultTransport)}
 	b.orgA, err = svc.Organizations.Bootstrap(ctx, "org-a", "main", 100)
 	require.NoError(t, err)

@@ -1536,8 +1536,9 @@ type Unprocessable = Error422
 // CreateBatchParams defines parameters for CreateBatch.
 type CreateBatchParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
@@ -1571,16 +1572,18 @@ type ListFilesParams struct {
 // CompleteFileParams defines parameters for CompleteFile.
 type CompleteFileParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // CreateDownloadUrlParams defines parameters for CreateDownloadUrl.
 type CreateDownloadUrlParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
@@ -1602,48 +1605,54 @@ type ListJobsParams struct {
 // CreateJobParams defines parameters for CreateJob.
 type CreateJobParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // CreateUploadParams defines parameters for CreateUpload.
 type CreateUploadParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // AbortUploadParams defines parameters for AbortUpload.
 type AbortUploadParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // CompleteUploadPartsParams defines parameters for CompleteUploadParts.
 type CompleteUploadPartsParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // RemintUploadPartsParams defines parameters for RemintUploadParts.
 type RemintUploadPartsParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
@@ -1668,8 +1677,9 @@ type ListWebhookEndpointsParams struct {
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
@@ -1688,24 +1698,27 @@ type ListWebhookDeliveriesParams struct {
 // RetryWebhookDeliveryParams defines parameters for RetryWebhookDelivery.
 type RetryWebhookDeliveryParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
 type RotateWebhookSecretParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // TestWebhookEndpointParams defines parameters for TestWebhookEndpoint.
 type TestWebhookEndpointParams struct {
 	// IdempotencyKey Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-	// characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-	// 400 `invalid_request` with `param: Idempotency-Key`.
+	// characters, scoped to (organization, environment, project, endpoint) — and to the
+	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 

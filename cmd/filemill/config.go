@@ -24,8 +24,10 @@ import (
 // Config is every setting of the binary. Flags win over FILEMILL_* variables, which win
 // over the embedded defaults.
 type Config struct {
-	Addr               string
-	StorageAddr        string
+	Addr        string
+	StorageAddr string
+	// MetricsAddr is where the API process serves GET /metrics; "" serves none.
+	MetricsAddr        string
 	DataDir            string
 	WorkDir            string
 	DatabaseURL        string
@@ -61,6 +63,13 @@ type Config struct {
 	Domain                     domain.Config
 }
 
+// The metrics listen on loopback unless told otherwise: they show every tenant's queue
+// depths and ask for no key. metricsOff turns them off.
+const (
+	defaultMetricsAddr = "127.0.0.1:9090"
+	metricsOff         = "off"
+)
+
 // setting describes one configuration value: its flag, its variable and its default.
 type setting struct {
 	flag, env, def, help string
@@ -68,22 +77,23 @@ type setting struct {
 }
 
 type rawConfig struct {
-	addr, storageAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
-	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize     string
-	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir             string
-	engines, engineConcurrency, jobTimeout, operationTimeouts                                  string
-	jobLease, sweepInterval                                                                    string
-	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory        string
-	officeSandbox                                                                              string
-	ocrParallel, ocrDPI, ocrMaxPages                                                           string
-	clamdAddress, clamdMaxStream                                                               string
-	eventRetention, webhookConcurrency, webhookEndpointConcurrency                             string
+	addr, storageAddr, metricsAddr, dataDir, databaseURL, redisURL, storageURL, publicURL, storagePublicURL string
+	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize                  string
+	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir                          string
+	engines, engineConcurrency, jobTimeout, operationTimeouts                                               string
+	jobLease, sweepInterval                                                                                 string
+	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory                     string
+	officeSandbox                                                                                           string
+	ocrParallel, ocrDPI, ocrMaxPages                                                                        string
+	clamdAddress, clamdMaxStream                                                                            string
+	eventRetention, webhookConcurrency, webhookEndpointConcurrency                                          string
 }
 
 func (rc *rawConfig) settings() []setting {
 	return []setting{
 		{"addr", "FILEMILL_ADDR", "127.0.0.1:8080", "API listen address", &rc.addr},
 		{"storage-addr", "FILEMILL_STORAGE_ADDR", "127.0.0.1:8081", "storage host listen address (local storage)", &rc.storageAddr},
+		{"metrics-addr", "FILEMILL_METRICS_ADDR", defaultMetricsAddr, "listen address of GET /metrics (Prometheus; every tenant's figures, no key asked: keep it on the operator's network); empty or off serves none", &rc.metricsAddr},
 		{"data-dir", "FILEMILL_DATA_DIR", "./data", "directory for the embedded database, local blobs and secrets", &rc.dataDir},
 		{"work-dir", "FILEMILL_WORK_DIR", "", "scratch space of running jobs, a directory per attempt removed as it ends (default: tmp in the data dir)", &rc.workDir},
 		{"database-url", "FILEMILL_DATABASE_URL", "", "postgres://… or a SQLite path (default: SQLite in the data dir)", &rc.databaseURL},
@@ -138,6 +148,11 @@ func registerConfigFlags(fs *flag.FlagSet) *rawConfig {
 // loadConfig fills unset flags from the environment and defaults, and validates. An
 // error names the setting to change.
 func loadConfig(rc *rawConfig) (*Config, error) {
+	// An empty FILEMILL_METRICS_ADDR turns the metrics off, where an empty variable
+	// elsewhere means its default.
+	if v, set := os.LookupEnv("FILEMILL_METRICS_ADDR"); set && v == "" && rc.metricsAddr == "" {
+		rc.metricsAddr = metricsOff
+	}
 	for _, s := range rc.settings() {
 		if *s.target == "" {
 			*s.target = os.Getenv(s.env)
@@ -146,7 +161,7 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 			*s.target = s.def
 		}
 	}
-	c := &Config{Addr: rc.addr, StorageAddr: rc.storageAddr, DatabaseURL: rc.databaseURL, RedisURL: rc.redisURL,
+	c := &Config{Addr: rc.addr, StorageAddr: rc.storageAddr, MetricsAddr: rc.metricsAddr, DatabaseURL: rc.databaseURL, RedisURL: rc.redisURL,
 		StorageURL: rc.storageURL, LogLevel: rc.logLevel, LogFormat: rc.logFormat, Domain: domain.DefaultConfig()}
 	var err error
 	if c.DataDir, err = filepath.Abs(rc.dataDir); err != nil {
@@ -158,7 +173,11 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 			return nil, fmt.Errorf("FILEMILL_WORK_DIR: %w", err)
 		}
 	}
-	for _, a := range []struct{ name, v string }{{"FILEMILL_ADDR", c.Addr}, {"FILEMILL_STORAGE_ADDR", c.StorageAddr}} {
+	addrs := []struct{ name, v string }{{"FILEMILL_ADDR", c.Addr}, {"FILEMILL_STORAGE_ADDR", c.StorageAddr}, {"FILEMILL_METRICS_ADDR", c.MetricsAddr}}
+	if c.MetricsAddr == metricsOff {
+		c.MetricsAddr, addrs = "", addrs[:2]
+	}
+	for _, a := range addrs {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return nil, fmt.Errorf("%s: %q is not host:port", a.name, a.v)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -14,4 +15,35 @@ func TestFlagNamesFollowVariables(t *testing.T) {
 		want := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.env, "FILEMILL_")), "_", "-")
 		require.Equal(t, want, s.flag, s.env)
 	}
+}
+
+// TestMetricsAddress: the metrics listen on loopback by default; an empty
+// FILEMILL_METRICS_ADDR, or off, serves none.
+func TestMetricsAddress(t *testing.T) {
+	for _, c := range []struct {
+		name, value string
+		set         bool
+		want        string
+	}{
+		{"Unset", "", false, "127.0.0.1:9090"},
+		{"Given", "0.0.0.0:9100", true, "0.0.0.0:9100"},
+		{"Empty", "", true, ""},
+		{"Off", "off", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FILEMILL_METRICS_ADDR", c.value)
+			if !c.set {
+				require.NoError(t, os.Unsetenv("FILEMILL_METRICS_ADDR"))
+			}
+			cfg, err := loadConfig(&rawConfig{})
+			require.NoError(t, err)
+			require.Equal(t, c.want, cfg.MetricsAddr)
+		})
+	}
+	t.Run("Flag", func(t *testing.T) {
+		t.Setenv("FILEMILL_METRICS_ADDR", "")
+		cfg, err := loadConfig(&rawConfig{metricsAddr: "127.0.0.1:9999"})
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1:9999", cfg.MetricsAddr, "a flag wins over the variable")
+	})
 }

@@ -38,9 +38,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cleanEnv is the environment without any FILEMILL_ setting.
+// cleanEnv is the environment without any FILEMILL_ setting but one: the metrics are
+// off (FILEMILL_METRICS_ADDR empty), or the processes the tests start at once would all
+// claim the default metrics port. A later value in extra wins.
 func cleanEnv(extra ...string) []string {
-	var env []string
+	env := []string{"FILEMILL_METRICS_ADDR="}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FILEMILL_") {
 			env = append(env, kv)
@@ -247,6 +249,7 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"FILEMILL_DATABASE_URL":              "mysql://x",
 		"FILEMILL_STORAGE_URL":               "ftp://x",
 		"FILEMILL_ADDR":                      "nowhere",
+		"FILEMILL_METRICS_ADDR":              "nowhere",
 		"FILEMILL_RATE_LIMIT_PER_MINUTE":     "lots",
 		"FILEMILL_PROJECT_CONCURRENCY_LIMIT": "0",
 		"FILEMILL_OUTBOUND_ALLOW_CIDRS":      "10.0.0.0/99",

@@ -291,6 +291,9 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		gcfg.StatusOf = rest.StatusOf
 		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
 		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
+		if cfg.MetricsAddr != "" {
+			servers = append(servers, listen(cfg.MetricsAddr, api.MetricsHandler(), "metrics", log, errc))
+		}
 		if a.local != nil {
 			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
 		}
@@ -315,7 +318,7 @@ func runServer(ctx context.Context, args []string, roles role) error {
 }
 
 // apiHandler serves both front doors on one listener: GraphQL under /graphql, REST
-// (with health, readiness and metrics) everywhere else.
+// (with health and readiness) everywhere else. The metrics have a listener of their own.
 func apiHandler(api *rest.Server, gql *graph.Server) http.Handler {
 	mux := http.NewServeMux()
 	g := gql.Handler()

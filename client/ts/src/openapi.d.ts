@@ -1480,8 +1480,9 @@ export interface components {
     parameters: {
         /**
          * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-         *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-         *     400 `invalid_request` with `param: Idempotency-Key`.
+         *     characters, scoped to (organization, environment, project, endpoint) — and to the
+         *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+         *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
          */
         IdempotencyKey: string;
         /** @description Page size. Outside 1–100 answers 400. */
@@ -1538,8 +1539,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -1635,8 +1637,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -1681,8 +1684,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -1732,8 +1736,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -1765,8 +1770,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -1945,8 +1951,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2037,8 +2044,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2121,8 +2129,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2180,8 +2189,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2304,8 +2314,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2409,8 +2420,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2455,8 +2467,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -2542,8 +2555,9 @@ export interface operations {
             header: {
                 /**
                  * @description Client-generated key that makes the POST safe to retry: 1–255 printable ASCII
-                 *     characters, scoped to (organization, endpoint), kept 24 hours. Missing or malformed:
-                 *     400 `invalid_request` with `param: Idempotency-Key`.
+                 *     characters, scoped to (organization, environment, project, endpoint) — and to the
+                 *     API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
+                 *     Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };

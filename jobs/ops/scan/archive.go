@@ -61,10 +61,14 @@ func (s *inspector) partial(why string) {
 	s.add("archive.partial", SeverityLow, "the built-in rules stopped looking into archives: "+why)
 }
 
+// ruleNesting is the finding of archives nested too deep: past MaxDepth, or past
+// clamd's recursion limit.
+const ruleNesting = "archive.nesting"
+
 // nested checks the nesting depth before an archive at depth is opened.
 func (s *inspector) nested(depth int, what string) bool {
 	if depth >= s.cfg.MaxDepth {
-		s.add("archive.nesting", SeverityHigh, fmt.Sprintf("%s nests archives more than %d deep", what, s.cfg.MaxDepth))
+		s.add(ruleNesting, SeverityHigh, fmt.Sprintf("%s nests archives more than %d deep", what, s.cfg.MaxDepth))
 		return false
 	}
 	return true

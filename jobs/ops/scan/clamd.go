@@ -53,9 +53,19 @@ var errClamdUnreachable = errors.New("clamd is not reachable")
 // errStreamTooLong is clamd refusing a stream over its StreamMaxLength.
 var errStreamTooLong = errors.New("clamd refused the stream: longer than its StreamMaxLength")
 
-// errLimitsExceeded is clamd reporting (AlertExceedsMax) that a file exceeded its
-// MaxFileSize, MaxScanSize or another limit: it was not scanned completely.
-var errLimitsExceeded = errors.New("clamd could not scan the file completely: its limits were exceeded")
+// limitError is clamd reporting (AlertExceedsMax, as Heuristics.Limits.Exceeded.<Limit>)
+// that a file went past one of its limits — MaxFileSize, MaxScanSize, MaxFiles,
+// MaxRecursion, MaxScanTime, … —: it was not scanned completely.
+type limitError struct {
+	limit string // the setting's name, as clamd reports it
+}
+
+func (e *limitError) Error() string {
+	return "clamd could not scan the file completely: past its " + e.limit + " limit"
+}
+
+// limitsPrefix starts clamd's report of a limit exceeded.
+const limitsPrefix = "Heuristics.Limits.Exceeded"
 
 // conn dials clamd and ties the connection to ctx: its deadline, and closing it when
 // ctx ends.
@@ -199,10 +209,11 @@ func parseScanReply(reply string) ([]string, error) {
 		}
 		switch {
 		case body == "OK":
-		case strings.HasPrefix(body, "Heuristics.Limits.Exceeded"):
-			// clamd with AlertExceedsMax: a file over its size limits was not scanned
-			// completely.
-			return nil, errLimitsExceeded
+		case strings.HasPrefix(body, limitsPrefix):
+			// clamd with AlertExceedsMax: a file past one of its limits was not
+			// scanned completely.
+			limit := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(body, limitsPrefix), "."), " FOUND")
+			return nil, &limitError{limit: limit}
 		case strings.HasSuffix(body, " FOUND"):
 			found = append(found, strings.TrimSuffix(body, " FOUND"))
 		case strings.Contains(body, "size limit exceeded"):

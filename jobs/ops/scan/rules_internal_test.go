@@ -77,7 +77,12 @@ func TestParseScanReply(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"Eicar-Test-Signature.UNOFFICIAL"}, found)
 	_, err = parseScanReply("fd[12]: Heuristics.Limits.Exceeded.MaxFileSize FOUND")
-	require.True(t, errors.Is(err, errLimitsExceeded))
+	var limit *limitError
+	require.True(t, errors.As(err, &limit))
+	require.Equal(t, "MaxFileSize", limit.limit)
+	_, err = parseScanReply("stream: Heuristics.Limits.Exceeded.MaxRecursion FOUND")
+	require.True(t, errors.As(err, &limit))
+	require.Equal(t, "MaxRecursion", limit.limit)
 	_, err = parseScanReply("INSTREAM size limit exceeded. ERROR")
 	require.True(t, errors.Is(err, errStreamTooLong))
 	_, err = parseScanReply("stream: Can't allocate memory ERROR")

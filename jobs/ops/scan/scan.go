@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -252,8 +253,12 @@ func (e *Engine) Close() error { return nil }
 // declaredMIME (either may be empty). Both layers run at once: clamd (by descriptor
 // or INSTREAM) and the built-in rules. Findings are sorted most severe first.
 //
-// Errors: unsupported_input (larger than clamd accepts), dependency_unavailable
-// (clamd not reachable: the file is not passed unscanned); ctx's error when it ends.
+// Archives nested deeper than clamd follows (its MaxRecursion) are a finding, as the
+// rules' own nesting limit is: the file is a bomb by its nesting.
+//
+// Errors: unsupported_input (past another limit of clamd's: larger than it accepts,
+// more files, longer to scan), dependency_unavailable (clamd not reachable: the file is
+// not passed unscanned); ctx's error when it ends.
 func (e *Engine) Scan(ctx context.Context, path, filename, declaredMIME string) (Verdict, []Finding, error) {
 	r, err := e.scan(ctx, path, filename, declaredMIME)
 	if err != nil {
@@ -300,15 +305,24 @@ func (e *Engine) scan(ctx context.Context, path, filename, declaredMIME string) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if cr.err != nil {
+	var limit *limitError
+	tooDeep := errors.As(cr.err, &limit) && limit.limit == "MaxRecursion"
+	if cr.err != nil && !tooDeep {
 		e.cfg.Logger.Warn("scan: clamd failed", "file", filename, "error", cr.err.Error())
-		if errors.Is(cr.err, errStreamTooLong) || errors.Is(cr.err, errLimitsExceeded) {
+		switch {
+		case errors.Is(cr.err, errStreamTooLong):
 			return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: "the file is larger than the virus scanner accepts: it could not be scanned completely"}
+		case limit != nil:
+			return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: limitMessage(limit.limit)}
 		}
 		return nil, &domain.Error{Code: domain.CodeDependencyUnavailable, Message: "the virus scanner is not reachable; the file was not scanned"}
 	}
 	if ruleErr != nil {
 		return nil, ruleErr
+	}
+	if tooDeep && !slices.ContainsFunc(ins.findings, func(f Finding) bool { return f.Rule == ruleNesting }) {
+		ins.add(ruleNesting, SeverityHigh, fmt.Sprintf("the file %q nests archives deeper than the virus scanner follows "+
+			"(ClamAV's recursion limit, MaxRecursion): the innermost files could not be scanned", filename))
 	}
 	for _, sig := range cr.found {
 		ins.add("clamav", SeverityHigh, "ClamAV signature "+sig+" matched")
@@ -325,11 +339,25 @@ func (e *Engine) scan(ctx context.Context, path, filename, declaredMIME string) 
 		Engines: map[string]string{"clamav": clamVersion, "rules": RulesVersion}}, nil
 }
 
+// limitMessage says which of clamd's limits (other than MaxRecursion) a file went past.
+func limitMessage(limit string) string {
+	const incomplete = ": it could not be scanned completely"
+	switch limit {
+	case "MaxFileSize", "MaxScanSize":
+		return "the file is larger than the virus scanner accepts (ClamAV's " + limit + ")" + incomplete
+	case "MaxFiles":
+		return "the file holds more files than the virus scanner scans (ClamAV's MaxFiles)" + incomplete
+	case "MaxScanTime":
+		return "scanning the file took longer than the virus scanner allows (ClamAV's MaxScanTime)" + incomplete
+	}
+	return "the file went past the virus scanner's limit " + limit + incomplete
+}
+
 // clamdScan has clamd scan f: by descriptor over a unix socket, else as a stream.
 func (e *Engine) clamdScan(ctx context.Context, f *os.File) ([]string, error) {
 	if e.clamd.network == "unix" && !e.cfg.ClamdInstream && !e.noFildes.Load() {
 		found, err := e.clamd.fildes(ctx, f)
-		if err == nil || ctx.Err() != nil || errors.Is(err, errClamdUnreachable) || errors.Is(err, errLimitsExceeded) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, errClamdUnreachable) || errors.As(err, new(*limitError)) {
 			return found, err
 		}
 		// A clamd that does not take descriptors answers with an error: stream instead.

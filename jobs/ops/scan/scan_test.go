@@ -32,6 +32,12 @@ import (
 func setup(t *testing.T, mutate ...func(*scan.Config)) (*scan.Engine, *clamdtest.Clamd) {
 	t.Helper()
 	c := clamdtest.Start(t)
+	return setupOn(t, c, mutate...), c
+}
+
+// setupOn returns an engine on the clamd c.
+func setupOn(t *testing.T, c *clamdtest.Clamd, mutate ...func(*scan.Config)) *scan.Engine {
+	t.Helper()
 	cfg := scan.DefaultConfig()
 	cfg.ClamdAddress = c.Address
 	cfg.MaxStreamBytes = 200 << 20
@@ -41,7 +47,7 @@ func setup(t *testing.T, mutate ...func(*scan.Config)) (*scan.Engine, *clamdtest
 	e, err := scan.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, e.Check(context.Background()))
-	return e, c
+	return e
 }
 
 func scanBytes(t *testing.T, e *scan.Engine, name, declared string, data []byte) (scan.Verdict, []scan.Finding) {
@@ -101,6 +107,17 @@ func zipOf(t *testing.T, entries ...zipEntry) []byte {
 	}
 	require.NoError(t, zw.Close())
 	return b.Bytes()
+}
+
+// nestedZip is a text file in n zips, each inside the next.
+func nestedZip(t *testing.T, n int) []byte {
+	data := []byte("the innermost file")
+	name := "core.txt"
+	for i := 0; i < n; i++ {
+		data = zipOf(t, zipEntry{name, data})
+		name = fmt.Sprintf("layer%d.zip", i)
+	}
+	return data
 }
 
 // pdfOf builds a PDF from object bodies (object i+1 is objs[i]); object 1 is the
@@ -487,15 +504,33 @@ func TestArchiveBombs(t *testing.T) {
 		require.Contains(t, rules(fs), "archive.ratio")
 	})
 	t.Run("Nesting", func(t *testing.T) {
-		data := []byte("the innermost file")
-		name := "core.txt"
-		for i := 0; i < 8; i++ {
-			data = zipOf(t, zipEntry{name, data})
-			name = fmt.Sprintf("layer%d.zip", i)
-		}
-		v, fs := scanBytes(t, e, "nested.zip", "", data)
+		v, fs := scanBytes(t, e, "nested.zip", "", nestedZip(t, 8))
 		require.Equal(t, scan.Malicious, v)
 		require.Contains(t, findRule(t, fs, "archive.nesting").Message, "more than 5 deep")
+	})
+	t.Run("NestingPastClamdsRecursionLimit", func(t *testing.T) {
+		// 20 zips deep, about 2 KB: clamd stops at its MaxRecursion (17 by default)
+		// and says so (Heuristics.Limits.Exceeded.MaxRecursion); the file is a bomb by
+		// its nesting, not too large to scan. A fresh clamd: one that saw the inner
+		// layers already would find them in its cache of clean files and stop short.
+		e, _ := setup(t, func(c *scan.Config) { c.MaxDepth = 30 })
+		data := nestedZip(t, 20)
+		require.Less(t, len(data), 4<<10)
+		for _, c := range []struct {
+			name string
+			e    *scan.Engine
+		}{{"ClamdAlone", e}, {"WithTheRules", setupOn(t, clamdtest.Start(t))}} {
+			t.Run(c.name, func(t *testing.T) {
+				v, fs := scanBytes(t, c.e, "nested.zip", "", data)
+				require.Equal(t, scan.Malicious, v, "%+v", fs)
+				f := findRule(t, fs, "archive.nesting")
+				require.Equal(t, scan.SeverityHigh, f.Severity)
+				require.NotContains(t, f.Message, "larger")
+				if c.name == "ClamdAlone" {
+					require.Contains(t, f.Message, "recursion limit")
+				}
+			})
+		}
 	})
 	t.Run("Entries", func(t *testing.T) {
 		var entries []zipEntry
