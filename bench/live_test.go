@@ -158,7 +158,7 @@ func BenchmarkTenThousandSubscriptions(b *testing.B) {
 	cmd := exec.Command(bin, "api")
 	cmd.Env = append(os.Environ(), "FILEMILL_DATABASE_URL="+s.dbURL, "FILEMILL_REDIS_URL="+s.redisURL, "FILEMILL_DATA_DIR="+dir,
 		"FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+freeLoopbackAddr(b), "FILEMILL_STORAGE_SECRET="+strings.Repeat("ab", 32),
-		"FILEMILL_LOG_LEVEL=warn")
+		"FILEMILL_LOG_LEVEL=warn", "FILEMILL_METRICS_ADDR=")
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

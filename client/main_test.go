@@ -95,7 +95,8 @@ func run(m *testing.M) (int, error) {
 
 // serverEnv is the environment of the processes under test: no FILEMILL_ setting of
 // the caller's, a rate limit no test reaches, only the inspect engine (fast to check
-// and to run), and outbound webhooks allowed to the local HTTPS receiver.
+// and to run), outbound webhooks allowed to the local HTTPS receiver, and no metrics
+// listener (its one default address would be fought over by the processes started here).
 func serverEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -104,7 +105,7 @@ func serverEnv(extra ...string) []string {
 		}
 	}
 	env = append(env, "FILEMILL_RATE_LIMIT_PER_MINUTE=1000000", "FILEMILL_PROJECT_CONCURRENCY_LIMIT=1000",
-		"FILEMILL_ENGINES=inspect", "FILEMILL_LOG_LEVEL=warn", "FILEMILL_OUTBOUND_ALLOW_CIDRS=127.0.0.1",
+		"FILEMILL_ENGINES=inspect", "FILEMILL_LOG_LEVEL=warn", "FILEMILL_METRICS_ADDR=", "FILEMILL_OUTBOUND_ALLOW_CIDRS=127.0.0.1",
 		"SSL_CERT_FILE="+receiver.caFile)
 	return append(env, extra...)
 }
