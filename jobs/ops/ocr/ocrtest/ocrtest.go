@@ -32,6 +32,13 @@ const (
 // Page draws lines of text (12 pt at 300 dpi) on a white Letter page, in gray.
 func Page(tb testing.TB, lines []string) *image.Gray {
 	tb.Helper()
+	return Draw(tb, lines, Width, Height)
+}
+
+// Draw draws lines of text (12 pt at 300 dpi, from 300 px left and top) on a white
+// width×height image, in gray.
+func Draw(tb testing.TB, lines []string, width, height int) *image.Gray {
+	tb.Helper()
 	b, err := os.ReadFile(FontPath)
 	if err != nil {
 		tb.Fatalf("%s is missing: apt-get install -y --no-install-recommends fonts-dejavu-core", FontPath)
@@ -45,7 +52,7 @@ func Page(tb testing.TB, lines []string) *image.Gray {
 		tb.Fatal(err)
 	}
 	defer face.Close()
-	img := image.NewGray(image.Rect(0, 0, Width, Height))
+	img := image.NewGray(image.Rect(0, 0, width, height))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.Black), Face: face}
 	lineHeight := 80 // 1.6 × the 50 px em
