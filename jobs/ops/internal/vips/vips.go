@@ -11,7 +11,15 @@ package vips
 #include <string.h>
 #include <vips/vips.h>
 
-static int fm_init(void) { return vips_init("filemill"); }
+// libvips also reports every error it returns as a warning on stderr; callers return
+// the error itself.
+static void fm_quiet(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {}
+
+static int fm_init(void) {
+	if (vips_init("filemill")) return -1;
+	g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG, fm_quiet, NULL);
+	return 0;
+}
 
 // fm_pack copies rows of bands-per-pixel samples (stride bytes apart) into a tight buffer,
 // keeping only the first keep bands (RGBx → RGB).
@@ -120,23 +128,25 @@ static int fm_raw_to_jpeg(const unsigned char *src, int w, int h, int bands, int
 
 // fm_load calls the loader named by kind (0 JPEG, 1 PNG, 2 WebP, 3 TIFF, 4 GIF) on path:
 // never a loader libvips would pick by sniffing, so a file cannot choose its parser.
-// The load is lazy: pixels are decoded when asked for.
-static VipsImage *fm_load(const char *path, int kind) {
+// The load is lazy: pixels are decoded when asked for, in order when seq is set (a
+// header read), else as turning the image needs them.
+static VipsImage *fm_load(const char *path, int kind, int seq) {
 	VipsImage *im = NULL;
+	VipsAccess a = seq ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM;
 	int r;
 	switch (kind) {
-	case 0: r = vips_jpegload(path, &im, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
-	case 1: r = vips_pngload(path, &im, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
-	case 2: r = vips_webpload(path, &im, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
-	case 3: r = vips_tiffload(path, &im, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
-	case 4: r = vips_gifload(path, &im, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 0: r = vips_jpegload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 1: r = vips_pngload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 2: r = vips_webpload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 3: r = vips_tiffload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 4: r = vips_gifload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
 	default: vips_error("filemill", "no such loader"); return NULL;
 	}
 	return r ? NULL : im;
 }
 
 static int fm_header(const char *path, int kind, int *w, int *h, int *orientation, double *xres) {
-	VipsImage *im = fm_load(path, kind);
+	VipsImage *im = fm_load(path, kind, 1);
 	if (!im) return -1;
 	*w = im->Xsize; *h = im->Ysize; *xres = im->Xres;
 	*orientation = vips_image_get_orientation(im);
@@ -148,7 +158,7 @@ static int fm_header(const char *path, int kind, int *w, int *h, int *orientatio
 // autorot, as image.convert's thumbnail stage does), alpha flattened onto white, then 8-bit
 // gray (one band) or sRGB with an unused fourth band, the layout of a PDFium bitmap.
 static int fm_load_upright(const char *path, int kind, int *w, int *h, int *bands, double *xres, void **out, size_t *len) {
-	VipsImage *cur = fm_load(path, kind), *tmp = NULL;
+	VipsImage *cur = fm_load(path, kind, 0), *tmp = NULL;
 	if (!cur) return -1;
 #define STEP(call) do { if (call) { g_object_unref(cur); return -1; } g_object_unref(cur); cur = tmp; } while (0)
 	*xres = cur->Xres;
@@ -182,6 +192,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"unsafe"
@@ -378,11 +389,12 @@ func ReadHeader(path string, l Loader) (Header, error) {
 	return Header{Width: int(w), Height: int(h), Orientation: max(1, min(8, int(o))), DPI: dpi(float64(xres))}, nil
 }
 
-// dpi converts libvips' pixels per millimetre; libvips reports 1 (25.4 dpi) for a file
-// that records no density, and nothing under 50 dpi is a real scan or photo density.
+// dpi converts libvips' pixels per millimetre. A file that records no density reads
+// as 72 dpi, which is also what cameras and most writers record when they know
+// nothing: it counts as none, as does anything under 50 dpi.
 func dpi(xres float64) float64 {
 	d := xres * 25.4
-	if d < 50 || d > 10000 {
+	if d < 50 || d > 10000 || math.Abs(d-72) < 0.5 {
 		return 0
 	}
 	return d
