@@ -1,9 +1,11 @@
 package ocr_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"image"
 	"image/draw"
 	"image/png"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
+	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
 func TestMain(m *testing.M) {
@@ -432,4 +436,216 @@ func TestBitmapPageGivesWhatItsImageFileGives(t *testing.T) {
 			require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err), "%v", err)
 		})
 	}
+}
+
+var (
+	poolOnce sync.Once
+	pool     *pdfium.Pool
+	pdfEng   *ocr.Engine
+)
+
+// workerEngine is the engine as workers run it: PDF pages read by PDFium, a scan's
+// image as stored, other pages rendered.
+func workerEngine(t *testing.T) *ocr.Engine {
+	t.Helper()
+	poolOnce.Do(func() {
+		p, err := pdfium.New(pdfium.Config{Instances: 2, CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
+		require.NoError(t, err)
+		require.NoError(t, p.Start())
+		pool = p
+		cfg := ocr.DefaultConfig()
+		cfg.RenderBitmap, cfg.PageContent = ocr.PDFiumRenderer(p), ocr.PDFiumContent(p)
+		e, err := ocr.New(cfg)
+		require.NoError(t, err)
+		pdfEng = e
+	})
+	require.NotNil(t, pdfEng, "the PDFium pool did not start")
+	return pdfEng
+}
+
+// layerText is what pdftotext reads from a searchable PDF's page (0: all pages).
+func layerText(t *testing.T, pdf string, page int) string {
+	t.Helper()
+	args := []string{}
+	if page > 0 {
+		args = append(args, "-f", strconv.Itoa(page), "-l", strconv.Itoa(page))
+	}
+	out, err := exec.Command("pdftotext", append(args, pdf, "-")...).Output()
+	require.NoError(t, err, "pdftotext reads the searchable PDF")
+	return string(out)
+}
+
+func qpdfCheck(t *testing.T, pdf string) {
+	t.Helper()
+	out, err := exec.Command("qpdf", "--check", pdf).CombinedOutput()
+	require.NoError(t, err, "qpdf --check (apt-get install qpdf): %s", out)
+	require.Contains(t, string(out), "No syntax or stream encoding errors found")
+	require.NotContains(t, strings.ToLower(string(out)), "warning")
+}
+
+// A phone photo of a page is stored turned or mirrored, with the EXIF orientation
+// that shows it upright: every one of the eight reads as the page reads, and its
+// searchable PDF is an upright page with the JPEG embedded as it came.
+func TestEveryEXIFOrientationOfAPhotoReadsTheSameWords(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	words := ocrtest.Text(5, 24)
+	upright := ocrtest.Draw(t, ocrtest.Lines(words, 6), 1500, 750, 300)
+	for o := 1; o <= 8; o++ {
+		t.Run(fmt.Sprintf("Orientation%d", o), func(t *testing.T) {
+			t.Parallel()
+			data := ocrtest.OrientedJPEG(t, upright, o)
+			photo := filepath.Join(t.TempDir(), "photo.jpg")
+			require.NoError(t, os.WriteFile(photo, data, 0o600))
+			out, err := run(t, e, photo, ocr.Options{Outputs: []string{"text", "words", "pdf"}}, nil)
+			require.NoError(t, err)
+			text, err := os.ReadFile(artifact(t, out, "photo.txt"))
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, accuracy(words, string(text)), 0.95, "orientation %d read %q", o, text)
+
+			var rep ocr.WordsReport
+			b, err := os.ReadFile(artifact(t, out, "photo.words.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &rep))
+			require.Equal(t, []int{1500, 750}, []int{rep.Pages[0].Width, rep.Pages[0].Height}, "words are boxed in the upright image")
+			require.InDelta(t, 300, rep.Pages[0].Words[0].BBox[0], 25, "the first word starts where it was drawn")
+
+			pdf := artifact(t, out, "photo.pdf")
+			qpdfCheck(t, pdf)
+			pb, err := os.ReadFile(pdf)
+			require.NoError(t, err)
+			require.True(t, bytes.Contains(pb, data), "the JPEG is embedded as it came")
+			info, err := exec.Command("pdfinfo", pdf).Output()
+			require.NoError(t, err)
+			var pw, ph float64
+			for _, l := range strings.Split(string(info), "\n") {
+				if v, ok := strings.CutPrefix(l, "Page size:"); ok {
+					_, err := fmt.Sscanf(strings.TrimSpace(v), "%g x %g", &pw, &ph)
+					require.NoError(t, err)
+				}
+			}
+			require.InDelta(t, 2.0, pw/ph, 0.01, "the page is upright (landscape, as drawn)")
+			require.GreaterOrEqual(t, accuracy(words, layerText(t, pdf, 1)), 0.95, "the text layer reads as the photo")
+		})
+	}
+}
+
+// wordAgreement is the share of want's words that got has at the same place (the
+// longest common subsequence over words, against the longer of the two).
+func wordAgreement(want, got string) float64 {
+	w, g := strings.Fields(want), strings.Fields(got)
+	if len(w) == 0 && len(g) == 0 {
+		return 1
+	}
+	prev := make([]int, len(g)+1)
+	for _, x := range w {
+		cur := make([]int, len(g)+1)
+		for j, y := range g {
+			if x == y {
+				cur[j+1] = prev[j] + 1
+			} else {
+				cur[j+1] = max(cur[j], prev[j+1])
+			}
+		}
+		prev = cur
+	}
+	return float64(prev[len(g)]) / float64(max(len(w), len(g)))
+}
+
+// countingRenderer counts the pages it renders.
+func countingRenderer(render ocr.RenderBitmapFunc, n *atomic.Int64) ocr.RenderBitmapFunc {
+	return func(ctx context.Context, pdf string, page, dpi int) (*ocr.Bitmap, error) {
+		n.Add(1)
+		return render(ctx, pdf, page, dpi)
+	}
+}
+
+// The searchable PDF of a scan keeps the scan: its pages, their JPEG images as they
+// are, with an invisible text layer that reads as the OCR text, words where the page
+// shows them. The scan's images are recognised as stored: no page is rendered.
+func TestSearchablePDFOfAScanKeepsItsImagesAndStaysSmall(t *testing.T) {
+	t.Parallel()
+	workerEngine(t)
+	var rendered atomic.Int64
+	cfg := ocr.DefaultConfig()
+	cfg.RenderBitmap = countingRenderer(ocr.PDFiumRenderer(pool), &rendered)
+	cfg.PageContent = ocr.PDFiumContent(pool)
+	e, err := ocr.New(cfg)
+	require.NoError(t, err)
+	defer e.Close()
+
+	pages := [][]string{ocrtest.Lines(ocrtest.Text(11, 120), 10), ocrtest.Lines(ocrtest.Text(12, 120), 10), ocrtest.Lines(ocrtest.Text(13, 120), 10)}
+	pages[1][0] = "SECONDPAGE " + pages[1][0]
+	dir := t.TempDir()
+	scan := filepath.Join(dir, "scan.pdf")
+	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, pages, 200), 0o600))
+	out, err := run(t, e, scan, ocr.Options{Outputs: []string{"text", "words", "pdf"}}, nil)
+	require.NoError(t, err)
+	require.Zero(t, rendered.Load(), "a scan's pages are read from their images, not rendered")
+
+	pdf := artifact(t, out, "scan.pdf")
+	qpdfCheck(t, pdf)
+	in, err := os.Stat(scan)
+	require.NoError(t, err)
+	st, err := os.Stat(pdf)
+	require.NoError(t, err)
+	require.LessOrEqual(t, float64(st.Size()), 1.1*float64(in.Size()), "searchable %d bytes, scan %d", st.Size(), in.Size())
+	list, err := exec.Command("pdfimages", "-list", pdf).Output()
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(list), " jpeg "), "the three page images, still JPEG: %s", list)
+	require.Equal(t, 3, strings.Count(string(list), " 200   200 "), "at their 200 dpi: %s", list)
+
+	text, err := os.ReadFile(artifact(t, out, "scan.txt"))
+	require.NoError(t, err)
+	ocrPages := strings.Split(string(text), "\f")
+	require.Len(t, ocrPages, 3)
+	for i := range pages {
+		want := strings.Join(pages[i], " ")
+		require.GreaterOrEqual(t, accuracy(strings.Fields(want), ocrPages[i]), 0.98, "page %d reads as drawn: %q", i+1, ocrPages[i])
+		layer := layerText(t, pdf, i+1)
+		require.GreaterOrEqual(t, wordAgreement(ocrPages[i], layer), 0.99, "page %d: the text layer is the OCR text\nOCR:   %q\nlayer: %q", i+1, ocrPages[i], layer)
+	}
+
+	// Each word sits where the page shows it: the layer's boxes (pdftotext -bbox, in
+	// points) against the recognised boxes (pixels at 200 dpi).
+	var rep ocr.WordsReport
+	b, err := os.ReadFile(artifact(t, out, "scan.words.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, 200, rep.Pages[1].DPI)
+	boxes := bboxWords(t, pdf, 2)
+	require.NotEmpty(t, boxes)
+	for i, w := range rep.Pages[1].Words[:20] {
+		got := boxes[i]
+		require.Equal(t, w.Text, got.text)
+		k := 72.0 / 200
+		require.InDelta(t, float64(w.BBox[0])*k, got.x0, 3, "left of %q", w.Text)
+		require.InDelta(t, float64(w.BBox[2])*k, got.x1, 3, "right of %q", w.Text)
+		require.InDelta(t, float64(w.BBox[3])*k, got.y1, 4, "foot of %q", w.Text)
+	}
+}
+
+type bboxWord struct {
+	text           string
+	x0, y0, x1, y1 float64
+}
+
+// bboxWords is pdftotext -bbox's words of a page, in points from the top left.
+func bboxWords(t *testing.T, pdf string, page int) []bboxWord {
+	t.Helper()
+	out, err := exec.Command("pdftotext", "-bbox", "-f", strconv.Itoa(page), "-l", strconv.Itoa(page), pdf, "-").Output()
+	require.NoError(t, err)
+	var words []bboxWord
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "<word ") {
+			continue
+		}
+		var w bboxWord
+		_, err := fmt.Sscanf(l, `<word xMin="%g" yMin="%g" xMax="%g" yMax="%g">`, &w.x0, &w.y0, &w.x1, &w.y1)
+		require.NoError(t, err, l)
+		w.text = html.UnescapeString(strings.TrimSuffix(l[strings.Index(l, ">")+1:], "</word>"))
+		words = append(words, w)
+	}
+	return words
 }

@@ -125,8 +125,11 @@ func jpegToPDF(in string, orientation int, out string) error {
 	if err != nil {
 		return domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
 	}
-	pc, err := imagepdf.New(img, orientation, 72)
+	pc, err := imagepdf.New()
 	if err != nil {
+		return err
+	}
+	if _, _, err := imagepdf.AddPage(pc, img, orientation, 72); err != nil {
 		return err
 	}
 	return imagepdf.Write(pc, out)

@@ -167,43 +167,37 @@ func Conf() *model.Configuration {
 	}
 }
 
-// New returns a one-page document showing img upright on a page of its displayed size
-// at dpi (pixels per inch; 72 makes a pixel a point).
-func New(img *Image, orientation int, dpi float64) (pc *model.Context, err error) {
+// New returns a document without pages, to add them to.
+func New() (pc *model.Context, err error) {
+	defer recoverPanic(&err)
+	return pdfcpu.CreateContextWithXRefTable(Conf(), &types.Dim{Width: 612, Height: 792})
+}
+
+// AddPage appends a page showing img upright, of its displayed size at dpi (pixels
+// per inch; 72 makes a pixel a point), and returns the page's size in points.
+func AddPage(pc *model.Context, img *Image, orientation int, dpi float64) (pageW, pageH float64, err error) {
 	if dpi <= 0 || math.IsInf(dpi, 0) || math.IsNaN(dpi) {
-		return nil, errors.New("imagepdf: the resolution must be positive")
+		return 0, 0, errors.New("imagepdf: the resolution must be positive")
 	}
 	defer recoverPanic(&err)
 	w, h := Upright(img.Width, img.Height, orientation)
-	pageW, pageH := float64(w)*72/dpi, float64(h)*72/dpi
-	pc, err = pdfcpu.CreateContextWithXRefTable(Conf(), &types.Dim{Width: pageW, Height: pageH})
-	if err != nil {
-		return nil, err
-	}
+	pageW, pageH = float64(w)*72/dpi, float64(h)*72/dpi
 	pagesRef, err := pc.Pages()
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	pages, err := pc.DereferenceDict(*pagesRef)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	imgRef, err := pc.IndRefForNewObject(*img.streamDict())
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	m := Matrix(orientation, pageW, pageH)
-	content := []byte("q " + Numbers(m[:]...) + " cm /Im0 Do Q\n")
-	sd, err := pc.NewStreamDictForBuf(content)
+	contentRef, err := AddStream(pc, []byte("q "+Numbers(m[:]...)+" cm /Im0 Do Q\n"))
 	if err != nil {
-		return nil, err
-	}
-	if err := sd.Encode(); err != nil {
-		return nil, err
-	}
-	contentRef, err := pc.IndRefForNewObject(*sd)
-	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	page := types.Dict{
 		"Type":      types.Name("Page"),
@@ -214,13 +208,25 @@ func New(img *Image, orientation int, dpi float64) (pc *model.Context, err error
 	}
 	pageRef, err := pc.IndRefForNewObject(page)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	if err := model.AppendPageTree(pageRef, 1, pages); err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	pc.PageCount++
-	return pc, nil
+	return pageW, pageH, nil
+}
+
+// AddStream adds a Flate-compressed stream object holding data.
+func AddStream(pc *model.Context, data []byte) (*types.IndirectRef, error) {
+	sd, err := pc.NewStreamDictForBuf(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := sd.Encode(); err != nil {
+		return nil, err
+	}
+	return pc.IndRefForNewObject(*sd)
 }
 
 // Write writes pc to path.

@@ -69,8 +69,11 @@ func TestJPEGPageIsUprightForEveryOrientation(t *testing.T) {
 			sw, sh := imagepdf.Upright(img.Width, img.Height, o)
 			require.Equal(t, []int{w, h}, []int{sw, sh}, "the stored image turned back is the upright one")
 
-			pc, err := imagepdf.New(img, o, 72)
+			pc, err := imagepdf.New()
 			require.NoError(t, err)
+			pw, ph, err := imagepdf.AddPage(pc, img, o, 72)
+			require.NoError(t, err)
+			require.Equal(t, []float64{w, h}, []float64{pw, ph})
 			out := filepath.Join(dir, fmt.Sprintf("o%d.pdf", o))
 			require.NoError(t, imagepdf.Write(pc, out))
 			b, err := os.ReadFile(out)
