@@ -405,8 +405,9 @@ func (j *job) plan(ctx context.Context) error {
 	return nil
 }
 
-// readBase reads the input PDF for the searchable PDF; nil when pdfcpu cannot read it,
-// or finds another page count than the platform's counter.
+// readBase reads the input PDF for the searchable PDF; nil when pdfcpu cannot read it
+// or every one of its pages, finds another page count than the platform's counter, or
+// it is encrypted (opening without a password, but its pages are then made anew).
 func readBase(path string, pages int) (pc *model.Context) {
 	defer func() {
 		if recover() != nil { // pdfcpu panics on some malformed input
@@ -419,8 +420,13 @@ func readBase(path string, pages int) (pc *model.Context) {
 	}
 	defer f.Close()
 	pc, err = pdfapi.ReadContext(f, imagepdf.Conf())
-	if err != nil || pc.PageCount != pages || pc.Encrypt != nil {
+	if err != nil || pc.Encrypt != nil || pc.EnsurePageCount() != nil || pc.PageCount != pages {
 		return nil
+	}
+	for p := 1; p <= pages; p++ {
+		if _, _, _, err := pc.PageDict(p, false); err != nil {
+			return nil
+		}
 	}
 	return pc
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
+	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
@@ -648,4 +649,105 @@ func bboxWords(t *testing.T, pdf string, page int) []bboxWord {
 		words = append(words, w)
 	}
 	return words
+}
+
+// A page shown turned (/Rotate 90, its scan stored on its side) is rendered upright
+// and its text layer lands on the words as displayed; a born-digital page keeps its
+// own text and gets no second layer.
+func TestSearchablePDFOfRotatedAndBornDigitalPages(t *testing.T) {
+	t.Parallel()
+	e := workerEngine(t)
+	words := ocrtest.Text(21, 60)
+	upright := ocrtest.Draw(t, ocrtest.Lines(words, 10), 1700, 2200, 200)
+	// Stored a quarter turn anticlockwise on a landscape page, shown turned clockwise.
+	sideways := ocrtest.OrientedJPEG(t, upright, 6)
+	var w pdftest.Writer
+	im := w.AddStream("/Type/XObject/Subtype/Image/Width 2200/Height 1700/ColorSpace/DeviceGray/BitsPerComponent 8/Filter/DCTDecode", sideways)
+	digital := "BT /F1 14 Tf 72 700 Td (Born digital page with its own text) Tj ET"
+	doc := w.Document([]pdftest.Page{
+		{Width: 792, Height: 612, Rotate: 90, Content: "q 792 0 0 612 0 0 cm /Im1 Do Q", Images: map[string]int{"Im1": im}},
+		{Width: 612, Height: 792, Content: digital, Fonts: map[string]string{"F1": "Helvetica"}},
+	})
+	in := filepath.Join(t.TempDir(), "mixed.pdf")
+	require.NoError(t, os.WriteFile(in, doc, 0o600))
+	out, err := run(t, e, in, ocr.Options{Outputs: []string{"text", "pdf"}}, nil)
+	require.NoError(t, err)
+	pdf := artifact(t, out, "mixed.pdf")
+	qpdfCheck(t, pdf)
+
+	text, err := os.ReadFile(artifact(t, out, "mixed.txt"))
+	require.NoError(t, err)
+	ocrPages := strings.Split(string(text), "\f")
+	require.GreaterOrEqual(t, accuracy(words, ocrPages[0]), 0.98, "the turned page reads upright: %q", ocrPages[0])
+	require.GreaterOrEqual(t, wordAgreement(ocrPages[0], layerText(t, pdf, 1)), 0.99)
+	boxes := bboxWords(t, pdf, 1)
+	require.Equal(t, words[0], boxes[0].text)
+	require.InDelta(t, 72, boxes[0].x0, 4, "the first word starts an inch from the displayed left edge")
+	require.InDelta(t, 72, boxes[0].y1, 6, "its baseline an inch from the displayed top")
+	last := boxes[len(boxes)-1]
+	require.Greater(t, last.y0, boxes[0].y1, "lines run down the displayed page")
+
+	require.Contains(t, ocrPages[1], "Born digital page")
+	layer := layerText(t, pdf, 2)
+	require.Equal(t, 1, strings.Count(layer, "Born digital page"), "the page's own text, once: %q", layer)
+}
+
+// A scan protected by an owner password (it opens without one) gets its pages made
+// anew from their images: still JPEG as stored, still searchable.
+func TestSearchablePDFOfAnOwnerProtectedScan(t *testing.T) {
+	t.Parallel()
+	e := workerEngine(t)
+	dir := t.TempDir()
+	words := ocrtest.Text(31, 80)
+	scan := filepath.Join(dir, "plain.pdf")
+	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, [][]string{ocrtest.Lines(words, 10)}, 200), 0o600))
+	locked := filepath.Join(dir, "locked.pdf")
+	msg, err := exec.Command("qpdf", "--encrypt", "", "owner", "256", "--", scan, locked).CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	out, err := run(t, e, locked, ocr.Options{Outputs: []string{"pdf"}}, nil)
+	require.NoError(t, err)
+	pdf := artifact(t, out, "locked.pdf")
+	qpdfCheck(t, pdf)
+	require.GreaterOrEqual(t, accuracy(words, layerText(t, pdf, 1)), 0.98)
+	list, err := exec.Command("pdfimages", "-list", pdf).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(list), " jpeg ", "the scan's JPEG as stored: %s", list)
+	in, _ := os.Stat(locked)
+	st, _ := os.Stat(pdf)
+	require.LessOrEqual(t, float64(st.Size()), 1.1*float64(in.Size()))
+}
+
+// Images other than JPEG are re-encoded for their page: CCITT G4 when black and
+// white, JPEG otherwise; each page keeps a text layer of its words.
+func TestSearchablePDFOfImagesPicksTheirEncoding(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	words := ocrtest.Text(41, 40)
+	gray := ocrtest.Draw(t, ocrtest.Lines(words, 6), 1800, 900, 300)
+	bilevel := image.NewGray(gray.Bounds())
+	for i, v := range gray.Pix {
+		if v >= 128 {
+			bilevel.Pix[i] = 255
+		}
+	}
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		img  image.Image
+		want string
+	}{"gray.png": {gray, "jpeg"}, "bilevel.png": {bilevel, "ccitt"}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := ocrtest.WritePNG(t, dir, name, tc.img)
+			out, err := run(t, e, path, ocr.Options{Outputs: []string{"pdf"}}, nil)
+			require.NoError(t, err)
+			pdf := artifact(t, out, strings.TrimSuffix(name, ".png")+".pdf")
+			qpdfCheck(t, pdf)
+			list, err := exec.Command("pdfimages", "-list", pdf).Output()
+			require.NoError(t, err)
+			require.Contains(t, string(list), " 1800   900 ", "the image at full size: %s", list)
+			require.Contains(t, string(list), " "+tc.want+" ", "encoded as %s: %s", tc.want, list)
+			layer := layerText(t, pdf, 1)
+			require.GreaterOrEqual(t, accuracy(words, layer), 0.98, "%q", layer)
+		})
+	}
 }

@@ -309,9 +309,14 @@ func displayedArea(inh *model.InheritedPageAttrs) [6]float64 {
 			UR: types.Point{X: math.Min(box.UR.X, c.UR.X), Y: math.Min(box.UR.Y, c.UR.Y)},
 		}
 	}
-	x0, y0, x1, y1 := box.LL.X, box.LL.Y, box.UR.X, box.UR.Y
+	return displayedAreaOf(box.LL.X, box.LL.Y, box.UR.X, box.UR.Y, inh.Rotate)
+}
+
+// displayedAreaOf maps the unit square onto the box x0, y0, x1, y1 shown turned
+// clockwise by rotate degrees.
+func displayedAreaOf(x0, y0, x1, y1 float64, rotate int) [6]float64 {
 	w, h := x1-x0, y1-y0
-	switch ((inh.Rotate % 360) + 360) % 360 {
+	switch ((rotate % 360) + 360) % 360 {
 	case 90: // the page's left edge shows on top
 		return [6]float64{0, h, -w, 0, x1, y0}
 	case 180:
