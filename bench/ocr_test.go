@@ -51,24 +51,7 @@ func BenchmarkOCR(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool, err := pdfium.New(pdfium.Config{Instances: runtime.NumCPU(), CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if err := pool.Start(); err != nil {
-		b.Fatal(err)
-	}
-	cfg := ocr.DefaultConfig()
-	cfg.RenderBitmap, cfg.PageContent = ocr.PDFiumRenderer(pool), ocr.PDFiumContent(pool)
-	e, err := ocr.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Check(context.Background()); err != nil { // loads English once
-		b.Fatal(err)
-	}
+	e := workerOCR(b)
 	// measure runs one side and reports its pages/s and the CPU it cost this process.
 	measure := func(b *testing.B, run func() error) {
 		cpu0 := cpuTime(syscall.RUSAGE_SELF)
@@ -268,24 +251,7 @@ func BenchmarkSearchablePDF(b *testing.B) {
 	}
 	inSize := len(head)
 
-	pool, err := pdfium.New(pdfium.Config{Instances: runtime.NumCPU(), CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if err := pool.Start(); err != nil {
-		b.Fatal(err)
-	}
-	cfg := ocr.DefaultConfig()
-	cfg.RenderBitmap, cfg.PageContent = ocr.PDFiumRenderer(pool), ocr.PDFiumContent(pool)
-	e, err := ocr.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Check(context.Background()); err != nil { // loads English once, as a worker has
-		b.Fatal(err)
-	}
+	e := workerOCR(b)
 
 	type side struct {
 		name       string
@@ -329,7 +295,7 @@ func BenchmarkSearchablePDF(b *testing.B) {
 			}
 			el := time.Since(start)
 			s.rates = append(s.rates, float64(pages)/el.Seconds())
-			s.cps = append(s.cps, (s.cpu() - cpu0).Seconds()/float64(pages))
+			s.cps = append(s.cps, (s.cpu()-cpu0).Seconds()/float64(pages))
 			s.out = out
 		}
 	}
@@ -359,7 +325,7 @@ func BenchmarkSearchablePDF(b *testing.B) {
 	for p := 1; p <= pages; p++ {
 		theirs := strings.Fields(pdfText(b, ocrmypdf.out, p))
 		ours := strings.Fields(pdfText(b, engine.out, p))
-		same += commonWords(theirs, ours)
+		same += ocrtest.CommonWords(theirs, ours)
 		total += max(len(theirs), len(ours))
 	}
 	agree := float64(same) / float64(max(1, total))
@@ -379,19 +345,27 @@ func pdfText(b *testing.B, pdf string, page int) string {
 	return string(out)
 }
 
-// commonWords is the length of the longest common subsequence of two word lists.
-func commonWords(a, c []string) int {
-	prev := make([]int, len(c)+1)
-	for _, x := range a {
-		cur := make([]int, len(c)+1)
-		for j, y := range c {
-			if x == y {
-				cur[j+1] = prev[j] + 1
-			} else {
-				cur[j+1] = max(cur[j], prev[j+1])
-			}
-		}
-		prev = cur
+// workerOCR is the ocr engine as workers run it: PDFium on every core reads a scanned
+// page's image as stored and renders other pages; English is loaded once, as a
+// worker has it by the time jobs arrive.
+func workerOCR(b *testing.B) *ocr.Engine {
+	pool, err := pdfium.New(pdfium.Config{Instances: runtime.NumCPU(), CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return prev[len(c)]
+	b.Cleanup(func() { pool.Close() })
+	if err := pool.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cfg := ocr.DefaultConfig()
+	cfg.RenderBitmap, cfg.PageContent = ocr.PDFiumRenderer(pool), ocr.PDFiumContent(pool)
+	e, err := ocr.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.Close)
+	if err := e.Check(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return e
 }

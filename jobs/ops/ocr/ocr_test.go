@@ -105,23 +105,14 @@ func artifact(t *testing.T, out *domain.EngineOutput, name string) string {
 	return ""
 }
 
-// accuracy is the share of want's words found, in order, in got (a longest common
-// subsequence over words, so a dropped or garbled word costs one).
+// accuracy is the share of want's words found, in order, in got (a dropped or garbled
+// word costs one).
 func accuracy(want []string, got string) float64 {
 	g := strings.Fields(got)
-	prev := make([]int, len(g)+1)
-	for _, w := range want {
-		cur := make([]int, len(g)+1)
-		for j, x := range g {
-			if strings.Trim(x, ".,;:") == w {
-				cur[j+1] = prev[j] + 1
-			} else {
-				cur[j+1] = max(cur[j], prev[j+1])
-			}
-		}
-		prev = cur
+	for i, x := range g {
+		g[i] = strings.Trim(x, ".,;:")
 	}
-	return float64(prev[len(g)]) / float64(len(want))
+	return float64(ocrtest.CommonWords(want, g)) / float64(len(want))
 }
 
 func TestPageOfKnownTextGivesItsWordsBack(t *testing.T) {
@@ -531,26 +522,14 @@ func TestEveryEXIFOrientationOfAPhotoReadsTheSameWords(t *testing.T) {
 	}
 }
 
-// wordAgreement is the share of want's words that got has at the same place (the
-// longest common subsequence over words, against the longer of the two).
+// wordAgreement is the share of words two readings have in common, in order, against
+// the longer of the two.
 func wordAgreement(want, got string) float64 {
 	w, g := strings.Fields(want), strings.Fields(got)
 	if len(w) == 0 && len(g) == 0 {
 		return 1
 	}
-	prev := make([]int, len(g)+1)
-	for _, x := range w {
-		cur := make([]int, len(g)+1)
-		for j, y := range g {
-			if x == y {
-				cur[j+1] = prev[j] + 1
-			} else {
-				cur[j+1] = max(cur[j], prev[j+1])
-			}
-		}
-		prev = cur
-	}
-	return float64(prev[len(g)]) / float64(max(len(w), len(g)))
+	return float64(ocrtest.CommonWords(w, g)) / float64(max(len(w), len(g)))
 }
 
 // countingRenderer counts the pages it renders.

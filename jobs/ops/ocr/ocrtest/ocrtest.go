@@ -150,3 +150,21 @@ func ScannedPDF(tb testing.TB, pages [][]string, dpi int) []byte {
 	}
 	return pw.Document(out)
 }
+
+// CommonWords is the length of the longest common subsequence of two word lists: the
+// words one reading has in the other's order, a dropped or garbled word costing one.
+func CommonWords(a, b []string) int {
+	prev := make([]int, len(b)+1)
+	for _, x := range a {
+		cur := make([]int, len(b)+1)
+		for j, y := range b {
+			if x == y {
+				cur[j+1] = prev[j] + 1
+			} else {
+				cur[j+1] = max(cur[j], prev[j+1])
+			}
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
