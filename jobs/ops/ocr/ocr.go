@@ -608,6 +608,9 @@ func (e *Engine) pageContent(ctx context.Context, pdfPath string, page int) (*Pa
 		return &PageContent{}, nil
 	}
 	c, err := e.cfg.PageContent(ctx, pdfPath, page)
+	if err == nil && c == nil {
+		c = &PageContent{}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -769,8 +772,9 @@ func (j *job) writePDF(ctx context.Context, out string) (err error) {
 }
 
 // addPage appends a page made from a recognised image: the image input as it came (a
-// JPEG placed by its EXIF orientation) or re-encoded, or a page's image. Its size
-// follows the image's resolution: the one it records, else the one it was read at.
+// JPEG placed by its EXIF orientation) or re-encoded, or a PDF page's image. Its size
+// follows the image's resolution: the one an image records (else 72 dpi), the one a
+// PDF page's image was read at.
 func (j *job) addPage(pc *model.Context, r *pageResult) error {
 	img, orientation := r.image, 1
 	if !j.isPDF && j.jpeg != nil {
@@ -783,8 +787,10 @@ func (j *job) addPage(pc *model.Context, r *pageResult) error {
 	if img == nil {
 		return errors.New("no page image")
 	}
-	dpi := r.ppi
-	if !j.isPDF && j.header.DPI > 0 {
+	dpi := r.ppi // a PDF page's image: the resolution it was read at
+	if !j.isPDF {
+		// An image that records no density gets a point a pixel, as convert gives it
+		// (tesseract's own fallback, 70, means nothing either).
 		dpi = j.header.DPI
 	}
 	if dpi <= 0 {
