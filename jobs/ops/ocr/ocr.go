@@ -546,23 +546,12 @@ func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
 	switch {
 	case j.isPDF:
 		var err error
-		if content, err = j.e.pageContent(ctx, j.in.Path, p+1); err != nil {
+		if img, dpi, content, err = j.e.pdfPage(ctx, j.in.Path, p+1, j.scratch); err != nil {
 			return nil, err
 		}
-		if s := content.Scan; s != nil {
-			img, dpi = pageImage{jpeg: s.JPEG, bitmap: s.Bitmap}, scanDPI(s)
-		} else {
-			if img, err = j.e.renderPage(ctx, j.in.Path, p+1, j.scratch); err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				return nil, err
-			}
-			// A rendered page's image file is needed only until the page is done.
-			if img.path != "" {
-				defer os.Remove(img.path)
-			}
-			dpi = j.e.cfg.DPI
+		// A rendered page's image file is needed only until the page is done.
+		if img.path != "" {
+			defer os.Remove(img.path)
 		}
 		// A page made anew (the input unreadable by pdfcpu) needs its image encoded,
 		// unless it is a scan's JPEG, embedded as stored.
@@ -599,6 +588,27 @@ func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// pdfPage is a PDF page's image to recognise and its resolution: a scan's image as
+// stored, or the page rendered (into an image file in dir when the renderer writes
+// files); and what the page draws.
+func (e *Engine) pdfPage(ctx context.Context, pdfPath string, page int, dir string) (pageImage, int, *PageContent, error) {
+	content, err := e.pageContent(ctx, pdfPath, page)
+	if err != nil {
+		return pageImage{}, 0, nil, err
+	}
+	if s := content.Scan; s != nil {
+		return pageImage{jpeg: s.JPEG, bitmap: s.Bitmap}, scanDPI(s), content, nil
+	}
+	img, err := e.renderPage(ctx, pdfPath, page, dir)
+	if err != nil {
+		if ctx.Err() != nil {
+			return pageImage{}, 0, nil, ctx.Err()
+		}
+		return pageImage{}, 0, nil, err
+	}
+	return img, e.cfg.DPI, content, nil
 }
 
 // pageContent asks the platform what page draws; without its answer every page is
@@ -871,9 +881,11 @@ func (p *apiPool) close() {
 	p.n = 0
 }
 
-// RecognizePage renders page (1-based) of the PDF at path at the configured DPI and
-// recognises its words in English, with the loaded instances jobs use: for engines that
-// read a PDF's text layer and need the words of a page that has none (ai-ready).
+// RecognizePage recognises the words of page (1-based) of the PDF at path in English,
+// with the loaded instances jobs use: a scanned page from its image as stored, another
+// rendered at the configured DPI; the words are boxed in that image, whose size and
+// resolution come with them. For engines that read a PDF's text layer and need the
+// words of a page that has none (ai-ready).
 func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*WordsPage, error) {
 	if !e.canRender() {
 		return nil, domain.Errorf(domain.CodeUnsupportedInput, "PDF pages cannot be recognised on this worker: no renderer")
@@ -883,7 +895,7 @@ func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	img, err := e.renderPage(ctx, pdfPath, page, dir)
+	img, dpi, _, err := e.pdfPage(ctx, pdfPath, page, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -891,14 +903,14 @@ func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.page(ctx, img, e.cfg.DPI, pageWant{words: true})
+	res, err := a.page(ctx, img, dpi, pageWant{words: true})
 	if err != nil {
 		a.close()
 		if errors.Is(err, errUnreadableImage) {
-			return nil, domain.Errorf(domain.CodeCorruptedFile, "the rendered page cannot be read")
+			return nil, domain.Errorf(domain.CodeCorruptedFile, "the page's image cannot be read")
 		}
 		return nil, err
 	}
 	e.pool.put(a)
-	return &WordsPage{Page: page, Width: res.width, Height: res.height, DPI: e.cfg.DPI, Words: res.words}, nil
+	return &WordsPage{Page: page, Width: res.width, Height: res.height, DPI: dpi, Words: res.words}, nil
 }

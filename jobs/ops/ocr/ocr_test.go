@@ -730,3 +730,30 @@ func TestSearchablePDFOfImagesPicksTheirEncoding(t *testing.T) {
 		})
 	}
 }
+
+// A scanned page's words, asked for one page at a time (ai-ready's pages without a
+// text layer), come from its image as stored, boxed at its resolution.
+func TestRecognizePageReadsAScanAsStored(t *testing.T) {
+	t.Parallel()
+	workerEngine(t)
+	var rendered atomic.Int64
+	cfg := ocr.DefaultConfig()
+	cfg.RenderBitmap = countingRenderer(ocr.PDFiumRenderer(pool), &rendered)
+	cfg.PageContent = ocr.PDFiumContent(pool)
+	e, err := ocr.New(cfg)
+	require.NoError(t, err)
+	defer e.Close()
+	words := ocrtest.Text(51, 60)
+	scan := filepath.Join(t.TempDir(), "scan.pdf")
+	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, [][]string{ocrtest.Lines(words, 10)}, 200), 0o600))
+	wp, err := e.RecognizePage(context.Background(), scan, 1)
+	require.NoError(t, err)
+	require.Zero(t, rendered.Load())
+	require.Equal(t, []int{200, 1700, 2200}, []int{wp.DPI, wp.Width, wp.Height})
+	var got []string
+	for _, w := range wp.Words {
+		got = append(got, w.Text)
+	}
+	require.GreaterOrEqual(t, accuracy(words, strings.Join(got, " ")), 0.98)
+	require.InDelta(t, 200, wp.Words[0].BBox[0], 15, "boxed in the 200 dpi image: an inch from the left")
+}
