@@ -532,12 +532,23 @@ func wordAgreement(want, got string) float64 {
 	return float64(ocrtest.CommonWords(w, g)) / float64(max(len(w), len(g)))
 }
 
-// countingRenderer counts the pages it renders.
-func countingRenderer(render ocr.RenderBitmapFunc, n *atomic.Int64) ocr.RenderBitmapFunc {
-	return func(ctx context.Context, pdf string, page, dpi int) (*ocr.Bitmap, error) {
-		n.Add(1)
+// countingEngine is the workers' engine (see workerEngine) counting the pages it
+// renders.
+func countingEngine(t *testing.T) (*ocr.Engine, *atomic.Int64) {
+	t.Helper()
+	workerEngine(t)
+	rendered := new(atomic.Int64)
+	render := ocr.PDFiumRenderer(pool)
+	cfg := ocr.DefaultConfig()
+	cfg.RenderBitmap = func(ctx context.Context, pdf string, page, dpi int) (*ocr.Bitmap, error) {
+		rendered.Add(1)
 		return render(ctx, pdf, page, dpi)
 	}
+	cfg.PageContent = ocr.PDFiumContent(pool)
+	e, err := ocr.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	return e, rendered
 }
 
 // The searchable PDF of a scan keeps the scan: its pages, their JPEG images as they
@@ -545,14 +556,7 @@ func countingRenderer(render ocr.RenderBitmapFunc, n *atomic.Int64) ocr.RenderBi
 // shows them. The scan's images are recognised as stored: no page is rendered.
 func TestSearchablePDFOfAScanKeepsItsImagesAndStaysSmall(t *testing.T) {
 	t.Parallel()
-	workerEngine(t)
-	var rendered atomic.Int64
-	cfg := ocr.DefaultConfig()
-	cfg.RenderBitmap = countingRenderer(ocr.PDFiumRenderer(pool), &rendered)
-	cfg.PageContent = ocr.PDFiumContent(pool)
-	e, err := ocr.New(cfg)
-	require.NoError(t, err)
-	defer e.Close()
+	e, rendered := countingEngine(t)
 
 	pages := [][]string{ocrtest.Lines(ocrtest.Text(11, 120), 10), ocrtest.Lines(ocrtest.Text(12, 120), 10), ocrtest.Lines(ocrtest.Text(13, 120), 10)}
 	pages[1][0] = "SECONDPAGE " + pages[1][0]
@@ -735,14 +739,7 @@ func TestSearchablePDFOfImagesPicksTheirEncoding(t *testing.T) {
 // text layer), come from its image as stored, boxed at its resolution.
 func TestRecognizePageReadsAScanAsStored(t *testing.T) {
 	t.Parallel()
-	workerEngine(t)
-	var rendered atomic.Int64
-	cfg := ocr.DefaultConfig()
-	cfg.RenderBitmap = countingRenderer(ocr.PDFiumRenderer(pool), &rendered)
-	cfg.PageContent = ocr.PDFiumContent(pool)
-	e, err := ocr.New(cfg)
-	require.NoError(t, err)
-	defer e.Close()
+	e, rendered := countingEngine(t)
 	words := ocrtest.Text(51, 60)
 	scan := filepath.Join(t.TempDir(), "scan.pdf")
 	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, [][]string{ocrtest.Lines(words, 10)}, 200), 0o600))
