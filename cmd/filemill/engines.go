@@ -61,7 +61,7 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			c.Parallel = cfg.OCRParallel
 		}
 		c.DPI, c.MaxPages = cfg.OCRDPI, cfg.OCRMaxPages
-		c.RenderBitmap, c.CountPDFPages = ocr.PDFiumRenderer(p), pdf.CountPages
+		c.RenderBitmap, c.PageContent, c.CountPDFPages = ocr.PDFiumRenderer(p), ocr.PDFiumContent(p), pdf.CountPages
 		if ocrEngine, err = ocr.New(c); err != nil {
 			return nil, err
 		}

@@ -87,9 +87,15 @@ func (e *Engine) inspectImage(ctx context.Context, src source, f domain.Format) 
 		h.orientation = 1
 	}
 	pixels := int64(cfg.Width) * int64(cfg.Height)
+	width, height := cfg.Width, cfg.Height
+	if h.orientation >= 5 { // a quarter turn (with or without a mirror): displayed on its side
+		width, height = height, width
+	}
 	return &ImageReport{
-		Width:             cfg.Width,
-		Height:            cfg.Height,
+		Width:             width,
+		Height:            height,
+		StoredWidth:       cfg.Width,
+		StoredHeight:      cfg.Height,
 		Megapixels:        float64(pixels) / 1e6,
 		ExceedsPixelLimit: pixels > e.cfg.MaxPixels,
 		Orientation:       h.orientation,

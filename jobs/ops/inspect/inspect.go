@@ -133,8 +133,15 @@ type PageSize struct {
 
 // ImageReport describes a raster image from its headers alone.
 type ImageReport struct {
+	// Width and Height are the image as it is displayed: its EXIF orientation applied
+	// (swapped for orientations 5–8, a quarter turn), as viewers and the other engines
+	// show it.
 	Width  int `json:"width"`
 	Height int `json:"height"`
+	// StoredWidth and StoredHeight are the pixel grid as the file stores it, before
+	// the orientation is applied.
+	StoredWidth  int `json:"stored_width"`
+	StoredHeight int `json:"stored_height"`
 	// Megapixels is width×height / 1,000,000.
 	Megapixels float64 `json:"megapixels"`
 	// ExceedsPixelLimit flags images larger than the configured pixel limit: other
@@ -331,7 +338,7 @@ func corrupted(kind string, cause error) error {
 func Specs() []domain.OperationSpec {
 	return []domain.OperationSpec{{
 		Name: "inspect", Engine: "inspect", Price: domain.Price{Credits: 1, Per: "file"}, InputFormats: []string{"*"},
-		Description: "Reports the detected format, size, hash and per-format facts (PDF pages, version, encryption, text layer; image size, orientation, colour space; office document type).",
+		Description: "Reports the detected format, size, hash and per-format facts (PDF pages, version, encryption, text layer; image size as displayed (EXIF orientation applied) and as stored, orientation, colour space; office document type).",
 	}}
 }
 

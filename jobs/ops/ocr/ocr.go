@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,7 +27,9 @@ import (
 	_ "golang.org/x/image/webp"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/imagepdf"
 	"github.com/filemill/filemill/jobs/ops/internal/pdfpages"
+	"github.com/filemill/filemill/jobs/ops/internal/vips"
 )
 
 func init() { pdfapi.DisableConfigDir() }
@@ -47,6 +50,36 @@ type RenderPageFunc func(ctx context.Context, pdfPath string, page, dpi int, for
 
 // RenderBitmapFunc renders one page (1-based) of a PDF at dpi into memory.
 type RenderBitmapFunc func(ctx context.Context, pdfPath string, page, dpi int) (*Bitmap, error)
+
+// PageContentFunc reports what one page (1-based) of a PDF draws.
+type PageContentFunc func(ctx context.Context, pdfPath string, page int) (*PageContent, error)
+
+// PageContent is what a PDF page draws, as far as recognition needs to know.
+type PageContent struct {
+	// Text is true when the page draws text of its own: its searchable PDF page keeps
+	// that text and gets no second, recognised layer.
+	Text bool
+	// Scan is the page's image when the page is one upright image covering it (a
+	// scan): recognised as it is stored, without rendering the page. Nil otherwise.
+	Scan *ScanImage
+}
+
+// ScanImage is a scanned page's image: a JPEG's bytes as stored, or decoded pixels.
+type ScanImage struct {
+	JPEG   []byte
+	Bitmap *Bitmap
+	// Width and Height are its samples as stored.
+	Width, Height int
+	// Matrix maps the image's unit square onto the page (PDF user space).
+	Matrix [6]float64
+}
+
+// Scans are read as stored between these resolutions; outside them the page is
+// rendered at DPI (tesseract reads small print poorly under 150 dpi).
+const (
+	minScanDPI = 150
+	maxScanDPI = 1200
+)
 
 // Config bounds one OCR run. Zero fields take the defaults.
 type Config struct {
@@ -72,6 +105,10 @@ type Config struct {
 	RenderPage    RenderPageFunc
 	RenderBitmap  RenderBitmapFunc
 	CountPDFPages func(ctx context.Context, pdfPath string) (int, error)
+	// PageContent, when set, tells scanned pages apart: their image is recognised as
+	// stored (rendering a 300 dpi page costs about half a CPU-second), and pages that
+	// already draw text get no second text layer.
+	PageContent PageContentFunc
 }
 
 // DefaultConfig returns the settings used when nothing is configured.
@@ -130,7 +167,7 @@ func (c Config) withDefaults() Config {
 // Options are the options of ocr.
 type Options struct {
 	Languages []string `json:"languages,omitempty" doc:"Languages of the text, as tesseract names them (eng, deu, fra, chi_sim, …), from the language data installed on the workers; default [\"eng\"]." schema:"maxItems=8"`
-	Outputs   []string `json:"outputs,omitempty" doc:"What to produce: text (plain text, pages separated by form feeds), words (JSON: each word with its box and confidence), pdf (a searchable PDF: the page images with an invisible text layer); default [\"text\"]." schema:"enum=text|words|pdf,maxItems=3"`
+	Outputs   []string `json:"outputs,omitempty" doc:"What to produce: text (plain text, pages separated by form feeds), words (JSON: each word with its box and confidence), pdf (a searchable PDF: a PDF input keeps its pages, images and content, with an invisible text layer added where a page has no text of its own; an image becomes a page of its displayed size, a JPEG embedded as it came, other images as JPEG, or CCITT G4 when black and white); default [\"text\"]." schema:"enum=text|words|pdf,maxItems=3"`
 }
 
 var langName = regexp.MustCompile(`^[a-z]{3}(_[a-z]+)*$`)
@@ -171,7 +208,8 @@ func Specs() []domain.OperationSpec {
 		Name:   "ocr",
 		Engine: EngineName,
 		Description: "Recognises text in scans and images with tesseract: plain text, words with boxes and " +
-			"confidences, and a searchable PDF. PDFs are rendered and recognised page by page; priced per page.",
+			"confidences, and a searchable PDF. Images are read as displayed (EXIF orientation applied); a scanned " +
+			"PDF page's image is read as stored, other PDF pages are rendered; priced per page.",
 		Options:      Options{},
 		InputFormats: InputFormats,
 		Price:        domain.Price{Credits: 2, Per: "page"},
@@ -183,6 +221,9 @@ func Specs() []domain.OperationSpec {
 type Engine struct {
 	cfg  Config
 	pool apiPool
+
+	fontOnce sync.Once
+	font     []byte // tesseract's glyph-less font, for text layers
 }
 
 var _ domain.Engine = (*Engine)(nil)
@@ -310,6 +351,14 @@ type job struct {
 	pages   int
 	scratch string
 	results []*pageResult
+
+	// base is the input PDF, read for the searchable PDF's pages; nil when the input
+	// is an image, or a PDF pdfcpu cannot read (its pages are then made anew from the
+	// recognised images).
+	base *model.Context
+	// Image input: its header, and its bytes when it is a JPEG (embedded as it came).
+	header vips.Header
+	jpeg   []byte
 }
 
 func (j *job) plan(ctx context.Context) error {
@@ -329,14 +378,57 @@ func (j *job) plan(ctx context.Context) error {
 			return domain.Errorf(domain.CodeUnsupportedInput, "the PDF has %d pages; ocr takes at most %d", n, j.e.cfg.MaxPages)
 		}
 		j.isPDF, j.pages = true, n
+		if j.pdf {
+			j.base = readBase(j.in.Path, n)
+		}
 	} else {
 		if err := j.e.checkImage(j.in.Path); err != nil {
 			return err
 		}
 		j.pages = 1
+		j.header = vips.Header{Orientation: 1}
+		if l, ok := vips.LoaderFor(j.in.Format.MIMEType); ok {
+			h, err := vips.ReadHeader(j.in.Path, l)
+			if err != nil {
+				return domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+			}
+			j.header = h
+		}
+		if j.pdf && j.in.Format.MIMEType == "image/jpeg" {
+			var err error
+			if j.jpeg, err = os.ReadFile(j.in.Path); err != nil {
+				return err
+			}
+		}
 	}
 	j.results = make([]*pageResult, j.pages)
 	return nil
+}
+
+// readBase reads the input PDF for the searchable PDF; nil when pdfcpu cannot read it
+// or every one of its pages, finds another page count than the platform's counter, or
+// it is encrypted (opening without a password, but its pages are then made anew).
+func readBase(path string, pages int) (pc *model.Context) {
+	defer func() {
+		if recover() != nil { // pdfcpu panics on some malformed input
+			pc = nil
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	pc, err = pdfapi.ReadContext(f, imagepdf.Conf())
+	if err != nil || pc.Encrypt != nil || pc.EnsurePageCount() != nil || pc.PageCount != pages {
+		return nil
+	}
+	for p := 1; p <= pages; p++ {
+		if _, _, _, err := pc.PageDict(p, false); err != nil {
+			return nil
+		}
+	}
+	return pc
 }
 
 // countPDF counts a PDF's pages (the platform's counter, or pdfcpu), failing with the
@@ -445,30 +537,115 @@ func (j *job) recognize(ctx context.Context) error {
 	return nil
 }
 
-// page renders (for a PDF) and recognises page p (0-based).
+// page reads (a scan's image, or the page rendered, for a PDF) and recognises page p
+// (0-based).
 func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
-	img := pageImage{path: j.in.Path}
-	pdfBase := ""
-	if j.pdf {
-		pdfBase = filepath.Join(j.scratch, fmt.Sprintf("page-%d", p+1))
-	}
-	if j.isPDF {
+	want := pageWant{words: j.words, layer: j.pdf}
+	img, dpi := pageImage{path: j.in.Path}, 0
+	var content *PageContent
+	switch {
+	case j.isPDF:
 		var err error
-		if img, err = j.e.renderPage(ctx, j.in.Path, p+1, j.scratch); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+		if img, dpi, content, err = j.e.pdfPage(ctx, j.in.Path, p+1, j.scratch); err != nil {
 			return nil, err
 		}
-		// The page's image file, rendered or written from the bitmap for the searchable
-		// PDF, is needed only until the page is done.
-		defer os.Remove(filepath.Join(j.scratch, fmt.Sprintf("page-%d.png", p+1)))
+		// A rendered page's image file is needed only until the page is done.
+		if img.path != "" {
+			defer os.Remove(img.path)
+		}
+		// A page made anew (the input unreadable by pdfcpu) needs its image encoded,
+		// unless it is a scan's JPEG, embedded as stored.
+		want.encode = j.pdf && j.base == nil && (content.Scan == nil || content.Scan.JPEG == nil)
+	default:
+		if j.header.Orientation != 1 {
+			// Shown turned or mirrored: recognised as displayed, decoded upright by libvips.
+			l, _ := vips.LoaderFor(j.in.Format.MIMEType)
+			up, err := vips.LoadUpright(j.in.Path, l)
+			if err != nil {
+				return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+			}
+			img = pageImage{bitmap: &Bitmap{Width: up.Width, Height: up.Height, Stride: up.Stride, Gray: up.Bands == 1, Pix: up.Pix}}
+			dpi = int(math.Round(up.DPI))
+		}
+		want.encode = j.pdf && j.jpeg == nil
 	}
-	res, err := a.page(ctx, img, j.dpi(), j.words, pdfBase, j.e.cfg.TessdataDir)
+	res, err := a.page(ctx, img, dpi, want)
 	if errors.Is(err, errUnreadableImage) {
 		return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
 	}
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	if content != nil {
+		res.hasText = content.Text
+		if s := content.Scan; s != nil {
+			res.place = &s.Matrix
+			if s.JPEG != nil && j.pdf && j.base == nil {
+				if res.image, err = imagepdf.JPEG(s.JPEG); err != nil {
+					return nil, domain.Errorf(domain.CodeCorruptedFile, "the image of page %d cannot be read", p+1)
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// pdfPage is a PDF page's image to recognise and its resolution: a scan's image as
+// stored, or the page rendered (into an image file in dir when the renderer writes
+// files); and what the page draws.
+func (e *Engine) pdfPage(ctx context.Context, pdfPath string, page int, dir string) (pageImage, int, *PageContent, error) {
+	content, err := e.pageContent(ctx, pdfPath, page)
+	if err != nil {
+		return pageImage{}, 0, nil, err
+	}
+	if s := content.Scan; s != nil {
+		return pageImage{jpeg: s.JPEG, bitmap: s.Bitmap}, scanDPI(s), content, nil
+	}
+	img, err := e.renderPage(ctx, pdfPath, page, dir)
+	if err != nil {
+		if ctx.Err() != nil {
+			return pageImage{}, 0, nil, ctx.Err()
+		}
+		return pageImage{}, 0, nil, err
+	}
+	return img, e.cfg.DPI, content, nil
+}
+
+// pageContent asks the platform what page draws; without its answer every page is
+// rendered and gets a text layer.
+func (e *Engine) pageContent(ctx context.Context, pdfPath string, page int) (*PageContent, error) {
+	if e.cfg.PageContent == nil {
+		return &PageContent{}, nil
+	}
+	c, err := e.cfg.PageContent(ctx, pdfPath, page)
+	if err == nil && c == nil {
+		c = &PageContent{}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// Rendering the page decides: it fails with the page's own error if the page
+		// is broken, or reads what the scan's image could not give.
+		return &PageContent{}, nil
+	}
+	if s := c.Scan; s != nil {
+		d := scanDPI(s)
+		if d < minScanDPI || d > maxScanDPI || int64(s.Width)*int64(s.Height) > e.cfg.MaxPixels ||
+			(s.JPEG == nil && (s.Bitmap == nil || !s.Bitmap.valid())) {
+			c.Scan = nil
+		}
+	}
+	return c, nil
+}
+
+// scanDPI is a scan's vertical resolution on its page (tesseract works with one).
+func scanDPI(s *ScanImage) int {
+	h := math.Hypot(s.Matrix[2], s.Matrix[3])
+	if h <= 0 {
+		return 0
+	}
+	return int(math.Round(float64(s.Height) * 72 / h))
 }
 
 // canRender reports whether PDF pages can be rendered for recognition.
@@ -502,15 +679,6 @@ func (e *Engine) renderPage(ctx context.Context, pdfPath string, page int, dir s
 	return pageImage{path: img}, nil
 }
 
-// dpi is the resolution of the recognised images when known (rendered PDF pages);
-// for an image tesseract reads it from the file or estimates it.
-func (j *job) dpi() int {
-	if j.isPDF {
-		return j.e.cfg.DPI
-	}
-	return 0
-}
-
 func (j *job) write(ctx context.Context, o Options) (*domain.EngineOutput, error) {
 	base := domain.OutputStem(j.in.Filename)
 	out := &domain.EngineOutput{Units: j.pages}
@@ -534,7 +702,7 @@ func (j *job) write(ctx context.Context, o Options) (*domain.EngineOutput, error
 				if words == nil {
 					words = []Word{}
 				}
-				rep.Pages = append(rep.Pages, WordsPage{Page: i + 1, Width: r.width, Height: r.height, DPI: j.dpi(), Words: words})
+				rep.Pages = append(rep.Pages, WordsPage{Page: i + 1, Width: r.width, Height: r.height, DPI: j.wordsDPI(r), Words: words})
 			}
 			b, err := json.MarshalIndent(rep, "", " ")
 			if err != nil {
@@ -547,7 +715,7 @@ func (j *job) write(ctx context.Context, o Options) (*domain.EngineOutput, error
 			out.Artifacts = append(out.Artifacts, domain.EngineArtifact{Name: base + ".words.json", MIMEType: "application/json", Path: path})
 		case OutputPDF:
 			path := filepath.Join(j.in.WorkDir, base+".pdf")
-			if err := j.mergePDF(ctx, path); err != nil {
+			if err := j.writePDF(ctx, path); err != nil {
 				return nil, err
 			}
 			out.Artifacts = append(out.Artifacts, domain.EngineArtifact{Name: base + ".pdf", MIMEType: "application/pdf", Path: path})
@@ -559,31 +727,101 @@ func (j *job) write(ctx context.Context, o Options) (*domain.EngineOutput, error
 	return out, nil
 }
 
-// mergePDF joins the page PDFs in order and verifies the page count.
-func (j *job) mergePDF(ctx context.Context, out string) (err error) {
-	var parts []string
-	for p := range j.pages {
-		parts = append(parts, filepath.Join(j.scratch, fmt.Sprintf("page-%d.pdf", p+1)))
+// wordsDPI is the resolution words.json reports for a page: that of a PDF page's
+// image (rendered, or the scan's own), or an image's recorded density.
+func (j *job) wordsDPI(r *pageResult) int {
+	if j.isPDF {
+		return int(math.Round(r.ppi))
 	}
-	if len(parts) == 1 {
-		err = os.Rename(parts[0], out)
-	} else {
-		err = func() (err error) {
-			defer func() {
-				if p := recover(); p != nil {
-					err = fmt.Errorf("pdfcpu: %v", p)
-				}
-			}()
-			return pdfapi.MergeCreateFile(parts, out, false, model.NewDefaultConfiguration())
-		}()
+	return int(math.Round(j.header.DPI))
+}
+
+// writePDF writes the searchable PDF: the input PDF with a text layer over each page
+// that has no text of its own, or pages made from the recognised images (an image
+// input, or a PDF pdfcpu cannot read), each with its layer. It verifies the page count.
+func (j *job) writePDF(ctx context.Context, out string) (err error) {
+	defer func() {
+		if p := recover(); p != nil { // pdfcpu panics on some malformed input
+			err = fmt.Errorf("ocr: searchable PDF: pdfcpu: %v", p)
+		}
+	}()
+	pc := j.base
+	if pc == nil {
+		if pc, err = imagepdf.New(); err != nil {
+			return err
+		}
+		for _, r := range j.results {
+			if err := j.addPage(pc, r); err != nil {
+				return fmt.Errorf("ocr: searchable PDF: %w", err)
+			}
+		}
 	}
+	font, err := addGlyphLessFont(pc, j.e.glyphLessFont())
 	if err != nil {
-		return fmt.Errorf("ocr: assemble the searchable PDF: %w", err)
+		return fmt.Errorf("ocr: searchable PDF: %w", err)
+	}
+	wrap, err := imagepdf.AddStream(pc, []byte("q\n"))
+	if err != nil {
+		return err
+	}
+	for i, r := range j.results {
+		if len(r.layer) == 0 || (j.base != nil && r.hasText) {
+			continue
+		}
+		if err := overlay(pc, i+1, r, *font, wrap); err != nil {
+			return fmt.Errorf("ocr: searchable PDF: text layer of page %d: %w", i+1, err)
+		}
+	}
+	if err := imagepdf.Write(pc, out); err != nil {
+		return fmt.Errorf("ocr: searchable PDF: %w", err)
 	}
 	if n, err := j.e.countPDF(ctx, out); err != nil || n != j.pages {
 		return domain.Errorf(domain.CodeOutputValidationFailed, "the searchable PDF does not verify")
 	}
 	return nil
+}
+
+// addPage appends a page made from a recognised image: the image input as it came (a
+// JPEG placed by its EXIF orientation) or re-encoded, or a PDF page's image. Its size
+// follows the image's resolution: the one an image records (else 72 dpi), the one a
+// PDF page's image was read at.
+func (j *job) addPage(pc *model.Context, r *pageResult) error {
+	img, orientation := r.image, 1
+	if !j.isPDF && j.jpeg != nil {
+		var err error
+		if img, err = imagepdf.JPEG(j.jpeg); err != nil {
+			return domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
+		}
+		orientation = j.header.Orientation
+	}
+	if img == nil {
+		return errors.New("no page image")
+	}
+	dpi := r.ppi // a PDF page's image: the resolution it was read at
+	if !j.isPDF {
+		// An image that records no density gets a point a pixel, as convert gives it
+		// (tesseract's own fallback, 70, means nothing either).
+		dpi = j.header.DPI
+	}
+	if dpi <= 0 {
+		dpi = 72
+	}
+	w, h, err := imagepdf.AddPage(pc, img, orientation, dpi)
+	if err != nil {
+		return err
+	}
+	// The layer is laid out in the upright pixels tesseract read, which fill the page.
+	r.place = &[6]float64{w, 0, 0, h, 0, 0}
+	return nil
+}
+
+// glyphLessFont is tesseract's pdf.ttf from the language data directory, read once;
+// nil when it is not installed (the text layer's font is then not embedded).
+func (e *Engine) glyphLessFont() []byte {
+	e.fontOnce.Do(func() {
+		e.font, _ = os.ReadFile(filepath.Join(e.cfg.TessdataDir, "pdf.ttf"))
+	})
+	return e.font
 }
 
 // apiPool keeps loaded tesseract instances per language set between pages and jobs.
@@ -643,9 +881,11 @@ func (p *apiPool) close() {
 	p.n = 0
 }
 
-// RecognizePage renders page (1-based) of the PDF at path at the configured DPI and
-// recognises its words in English, with the loaded instances jobs use: for engines that
-// read a PDF's text layer and need the words of a page that has none (ai-ready).
+// RecognizePage recognises the words of page (1-based) of the PDF at path in English,
+// with the loaded instances jobs use: a scanned page from its image as stored, another
+// rendered at the configured DPI; the words are boxed in that image, whose size and
+// resolution come with them. For engines that read a PDF's text layer and need the
+// words of a page that has none (ai-ready).
 func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*WordsPage, error) {
 	if !e.canRender() {
 		return nil, domain.Errorf(domain.CodeUnsupportedInput, "PDF pages cannot be recognised on this worker: no renderer")
@@ -655,7 +895,7 @@ func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	img, err := e.renderPage(ctx, pdfPath, page, dir)
+	img, dpi, _, err := e.pdfPage(ctx, pdfPath, page, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -663,14 +903,14 @@ func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.page(ctx, img, e.cfg.DPI, true, "", e.cfg.TessdataDir)
+	res, err := a.page(ctx, img, dpi, pageWant{words: true})
 	if err != nil {
 		a.close()
 		if errors.Is(err, errUnreadableImage) {
-			return nil, domain.Errorf(domain.CodeCorruptedFile, "the rendered page cannot be read")
+			return nil, domain.Errorf(domain.CodeCorruptedFile, "the page's image cannot be read")
 		}
 		return nil, err
 	}
 	e.pool.put(a)
-	return &WordsPage{Page: page, Width: res.width, Height: res.height, DPI: e.cfg.DPI, Words: res.words}, nil
+	return &WordsPage{Page: page, Width: res.width, Height: res.height, DPI: dpi, Words: res.words}, nil
 }

@@ -1,9 +1,11 @@
 package ocr_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"image"
 	"image/draw"
 	"image/png"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +24,8 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
+	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
+	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
 func TestMain(m *testing.M) {
@@ -100,23 +105,14 @@ func artifact(t *testing.T, out *domain.EngineOutput, name string) string {
 	return ""
 }
 
-// accuracy is the share of want's words found, in order, in got (a longest common
-// subsequence over words, so a dropped or garbled word costs one).
+// accuracy is the share of want's words found, in order, in got (a dropped or garbled
+// word costs one).
 func accuracy(want []string, got string) float64 {
 	g := strings.Fields(got)
-	prev := make([]int, len(g)+1)
-	for _, w := range want {
-		cur := make([]int, len(g)+1)
-		for j, x := range g {
-			if strings.Trim(x, ".,;:") == w {
-				cur[j+1] = prev[j] + 1
-			} else {
-				cur[j+1] = max(cur[j], prev[j+1])
-			}
-		}
-		prev = cur
+	for i, x := range g {
+		g[i] = strings.Trim(x, ".,;:")
 	}
-	return float64(prev[len(g)]) / float64(len(want))
+	return float64(ocrtest.CommonWords(want, g)) / float64(len(want))
 }
 
 func TestPageOfKnownTextGivesItsWordsBack(t *testing.T) {
@@ -432,4 +428,329 @@ func TestBitmapPageGivesWhatItsImageFileGives(t *testing.T) {
 			require.Equal(t, domain.CodeUnsupportedInput, domain.ErrorCode(err), "%v", err)
 		})
 	}
+}
+
+var (
+	poolOnce sync.Once
+	pool     *pdfium.Pool
+	pdfEng   *ocr.Engine
+)
+
+// workerEngine is the engine as workers run it: PDF pages read by PDFium, a scan's
+// image as stored, other pages rendered.
+func workerEngine(t *testing.T) *ocr.Engine {
+	t.Helper()
+	poolOnce.Do(func() {
+		p, err := pdfium.New(pdfium.Config{Instances: 2, CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
+		require.NoError(t, err)
+		require.NoError(t, p.Start())
+		pool = p
+		cfg := ocr.DefaultConfig()
+		cfg.RenderBitmap, cfg.PageContent = ocr.PDFiumRenderer(p), ocr.PDFiumContent(p)
+		e, err := ocr.New(cfg)
+		require.NoError(t, err)
+		pdfEng = e
+	})
+	require.NotNil(t, pdfEng, "the PDFium pool did not start")
+	return pdfEng
+}
+
+// layerText is what pdftotext reads from a searchable PDF's page (0: all pages).
+func layerText(t *testing.T, pdf string, page int) string {
+	t.Helper()
+	args := []string{}
+	if page > 0 {
+		args = append(args, "-f", strconv.Itoa(page), "-l", strconv.Itoa(page))
+	}
+	out, err := exec.Command("pdftotext", append(args, pdf, "-")...).Output()
+	require.NoError(t, err, "pdftotext reads the searchable PDF")
+	return string(out)
+}
+
+func qpdfCheck(t *testing.T, pdf string) {
+	t.Helper()
+	out, err := exec.Command("qpdf", "--check", pdf).CombinedOutput()
+	require.NoError(t, err, "qpdf --check (apt-get install qpdf): %s", out)
+	require.Contains(t, string(out), "No syntax or stream encoding errors found")
+	require.NotContains(t, strings.ToLower(string(out)), "warning")
+}
+
+// A phone photo of a page is stored turned or mirrored, with the EXIF orientation
+// that shows it upright: every one of the eight reads as the page reads, and its
+// searchable PDF is an upright page with the JPEG embedded as it came.
+func TestEveryEXIFOrientationOfAPhotoReadsTheSameWords(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	words := ocrtest.Text(5, 24)
+	upright := ocrtest.Draw(t, ocrtest.Lines(words, 6), 1500, 750, 300)
+	for o := 1; o <= 8; o++ {
+		t.Run(fmt.Sprintf("Orientation%d", o), func(t *testing.T) {
+			t.Parallel()
+			data := ocrtest.OrientedJPEG(t, upright, o)
+			photo := filepath.Join(t.TempDir(), "photo.jpg")
+			require.NoError(t, os.WriteFile(photo, data, 0o600))
+			out, err := run(t, e, photo, ocr.Options{Outputs: []string{"text", "words", "pdf"}}, nil)
+			require.NoError(t, err)
+			text, err := os.ReadFile(artifact(t, out, "photo.txt"))
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, accuracy(words, string(text)), 0.95, "orientation %d read %q", o, text)
+
+			var rep ocr.WordsReport
+			b, err := os.ReadFile(artifact(t, out, "photo.words.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &rep))
+			require.Equal(t, []int{1500, 750}, []int{rep.Pages[0].Width, rep.Pages[0].Height}, "words are boxed in the upright image")
+			require.InDelta(t, 300, rep.Pages[0].Words[0].BBox[0], 25, "the first word starts where it was drawn")
+
+			pdf := artifact(t, out, "photo.pdf")
+			qpdfCheck(t, pdf)
+			pb, err := os.ReadFile(pdf)
+			require.NoError(t, err)
+			require.True(t, bytes.Contains(pb, data), "the JPEG is embedded as it came")
+			info, err := exec.Command("pdfinfo", pdf).Output()
+			require.NoError(t, err)
+			var pw, ph float64
+			for _, l := range strings.Split(string(info), "\n") {
+				if v, ok := strings.CutPrefix(l, "Page size:"); ok {
+					_, err := fmt.Sscanf(strings.TrimSpace(v), "%g x %g", &pw, &ph)
+					require.NoError(t, err)
+				}
+			}
+			require.InDelta(t, 2.0, pw/ph, 0.01, "the page is upright (landscape, as drawn)")
+			require.GreaterOrEqual(t, accuracy(words, layerText(t, pdf, 1)), 0.95, "the text layer reads as the photo")
+		})
+	}
+}
+
+// wordAgreement is the share of words two readings have in common, in order, against
+// the longer of the two.
+func wordAgreement(want, got string) float64 {
+	w, g := strings.Fields(want), strings.Fields(got)
+	if len(w) == 0 && len(g) == 0 {
+		return 1
+	}
+	return float64(ocrtest.CommonWords(w, g)) / float64(max(len(w), len(g)))
+}
+
+// countingEngine is the workers' engine (see workerEngine) counting the pages it
+// renders.
+func countingEngine(t *testing.T) (*ocr.Engine, *atomic.Int64) {
+	t.Helper()
+	workerEngine(t)
+	rendered := new(atomic.Int64)
+	render := ocr.PDFiumRenderer(pool)
+	cfg := ocr.DefaultConfig()
+	cfg.RenderBitmap = func(ctx context.Context, pdf string, page, dpi int) (*ocr.Bitmap, error) {
+		rendered.Add(1)
+		return render(ctx, pdf, page, dpi)
+	}
+	cfg.PageContent = ocr.PDFiumContent(pool)
+	e, err := ocr.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	return e, rendered
+}
+
+// The searchable PDF of a scan keeps the scan: its pages, their JPEG images as they
+// are, with an invisible text layer that reads as the OCR text, words where the page
+// shows them. The scan's images are recognised as stored: no page is rendered.
+func TestSearchablePDFOfAScanKeepsItsImagesAndStaysSmall(t *testing.T) {
+	t.Parallel()
+	e, rendered := countingEngine(t)
+
+	pages := [][]string{ocrtest.Lines(ocrtest.Text(11, 120), 10), ocrtest.Lines(ocrtest.Text(12, 120), 10), ocrtest.Lines(ocrtest.Text(13, 120), 10)}
+	pages[1][0] = "SECONDPAGE " + pages[1][0]
+	dir := t.TempDir()
+	scan := filepath.Join(dir, "scan.pdf")
+	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, pages, 200), 0o600))
+	out, err := run(t, e, scan, ocr.Options{Outputs: []string{"text", "words", "pdf"}}, nil)
+	require.NoError(t, err)
+	require.Zero(t, rendered.Load(), "a scan's pages are read from their images, not rendered")
+
+	pdf := artifact(t, out, "scan.pdf")
+	qpdfCheck(t, pdf)
+	in, err := os.Stat(scan)
+	require.NoError(t, err)
+	st, err := os.Stat(pdf)
+	require.NoError(t, err)
+	require.LessOrEqual(t, float64(st.Size()), 1.1*float64(in.Size()), "searchable %d bytes, scan %d", st.Size(), in.Size())
+	list, err := exec.Command("pdfimages", "-list", pdf).Output()
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(list), " jpeg "), "the three page images, still JPEG: %s", list)
+	require.Equal(t, 3, strings.Count(string(list), " 200   200 "), "at their 200 dpi: %s", list)
+
+	text, err := os.ReadFile(artifact(t, out, "scan.txt"))
+	require.NoError(t, err)
+	ocrPages := strings.Split(string(text), "\f")
+	require.Len(t, ocrPages, 3)
+	for i := range pages {
+		want := strings.Join(pages[i], " ")
+		require.GreaterOrEqual(t, accuracy(strings.Fields(want), ocrPages[i]), 0.98, "page %d reads as drawn: %q", i+1, ocrPages[i])
+		layer := layerText(t, pdf, i+1)
+		require.GreaterOrEqual(t, wordAgreement(ocrPages[i], layer), 0.99, "page %d: the text layer is the OCR text\nOCR:   %q\nlayer: %q", i+1, ocrPages[i], layer)
+	}
+
+	// Each word sits where the page shows it: the layer's boxes (pdftotext -bbox, in
+	// points) against the recognised boxes (pixels at 200 dpi).
+	var rep ocr.WordsReport
+	b, err := os.ReadFile(artifact(t, out, "scan.words.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, 200, rep.Pages[1].DPI)
+	boxes := bboxWords(t, pdf, 2)
+	require.NotEmpty(t, boxes)
+	for i, w := range rep.Pages[1].Words[:20] {
+		got := boxes[i]
+		require.Equal(t, w.Text, got.text)
+		k := 72.0 / 200
+		require.InDelta(t, float64(w.BBox[0])*k, got.x0, 3, "left of %q", w.Text)
+		require.InDelta(t, float64(w.BBox[2])*k, got.x1, 3, "right of %q", w.Text)
+		require.InDelta(t, float64(w.BBox[3])*k, got.y1, 4, "foot of %q", w.Text)
+	}
+}
+
+type bboxWord struct {
+	text           string
+	x0, y0, x1, y1 float64
+}
+
+// bboxWords is pdftotext -bbox's words of a page, in points from the top left.
+func bboxWords(t *testing.T, pdf string, page int) []bboxWord {
+	t.Helper()
+	out, err := exec.Command("pdftotext", "-bbox", "-f", strconv.Itoa(page), "-l", strconv.Itoa(page), pdf, "-").Output()
+	require.NoError(t, err)
+	var words []bboxWord
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "<word ") {
+			continue
+		}
+		var w bboxWord
+		_, err := fmt.Sscanf(l, `<word xMin="%g" yMin="%g" xMax="%g" yMax="%g">`, &w.x0, &w.y0, &w.x1, &w.y1)
+		require.NoError(t, err, l)
+		w.text = html.UnescapeString(strings.TrimSuffix(l[strings.Index(l, ">")+1:], "</word>"))
+		words = append(words, w)
+	}
+	return words
+}
+
+// A page shown turned (/Rotate 90, its scan stored on its side) is rendered upright
+// and its text layer lands on the words as displayed; a born-digital page keeps its
+// own text and gets no second layer.
+func TestSearchablePDFOfRotatedAndBornDigitalPages(t *testing.T) {
+	t.Parallel()
+	e := workerEngine(t)
+	words := ocrtest.Text(21, 60)
+	upright := ocrtest.Draw(t, ocrtest.Lines(words, 10), 1700, 2200, 200)
+	// Stored a quarter turn anticlockwise on a landscape page, shown turned clockwise.
+	sideways := ocrtest.OrientedJPEG(t, upright, 6)
+	var w pdftest.Writer
+	im := w.AddStream("/Type/XObject/Subtype/Image/Width 2200/Height 1700/ColorSpace/DeviceGray/BitsPerComponent 8/Filter/DCTDecode", sideways)
+	digital := "BT /F1 14 Tf 72 700 Td (Born digital page with its own text) Tj ET"
+	doc := w.Document([]pdftest.Page{
+		{Width: 792, Height: 612, Rotate: 90, Content: "q 792 0 0 612 0 0 cm /Im1 Do Q", Images: map[string]int{"Im1": im}},
+		{Width: 612, Height: 792, Content: digital, Fonts: map[string]string{"F1": "Helvetica"}},
+	})
+	in := filepath.Join(t.TempDir(), "mixed.pdf")
+	require.NoError(t, os.WriteFile(in, doc, 0o600))
+	out, err := run(t, e, in, ocr.Options{Outputs: []string{"text", "pdf"}}, nil)
+	require.NoError(t, err)
+	pdf := artifact(t, out, "mixed.pdf")
+	qpdfCheck(t, pdf)
+
+	text, err := os.ReadFile(artifact(t, out, "mixed.txt"))
+	require.NoError(t, err)
+	ocrPages := strings.Split(string(text), "\f")
+	require.GreaterOrEqual(t, accuracy(words, ocrPages[0]), 0.98, "the turned page reads upright: %q", ocrPages[0])
+	require.GreaterOrEqual(t, wordAgreement(ocrPages[0], layerText(t, pdf, 1)), 0.99)
+	boxes := bboxWords(t, pdf, 1)
+	require.Equal(t, words[0], boxes[0].text)
+	require.InDelta(t, 72, boxes[0].x0, 4, "the first word starts an inch from the displayed left edge")
+	require.InDelta(t, 72, boxes[0].y1, 6, "its baseline an inch from the displayed top")
+	last := boxes[len(boxes)-1]
+	require.Greater(t, last.y0, boxes[0].y1, "lines run down the displayed page")
+
+	require.Contains(t, ocrPages[1], "Born digital page")
+	layer := layerText(t, pdf, 2)
+	require.Equal(t, 1, strings.Count(layer, "Born digital page"), "the page's own text, once: %q", layer)
+}
+
+// A scan protected by an owner password (it opens without one) gets its pages made
+// anew from their images: still JPEG as stored, still searchable.
+func TestSearchablePDFOfAnOwnerProtectedScan(t *testing.T) {
+	t.Parallel()
+	e := workerEngine(t)
+	dir := t.TempDir()
+	words := ocrtest.Text(31, 80)
+	scan := filepath.Join(dir, "plain.pdf")
+	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, [][]string{ocrtest.Lines(words, 10)}, 200), 0o600))
+	locked := filepath.Join(dir, "locked.pdf")
+	msg, err := exec.Command("qpdf", "--encrypt", "", "owner", "256", "--", scan, locked).CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	out, err := run(t, e, locked, ocr.Options{Outputs: []string{"pdf"}}, nil)
+	require.NoError(t, err)
+	pdf := artifact(t, out, "locked.pdf")
+	qpdfCheck(t, pdf)
+	require.GreaterOrEqual(t, accuracy(words, layerText(t, pdf, 1)), 0.98)
+	list, err := exec.Command("pdfimages", "-list", pdf).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(list), " jpeg ", "the scan's JPEG as stored: %s", list)
+	in, _ := os.Stat(locked)
+	st, _ := os.Stat(pdf)
+	require.LessOrEqual(t, float64(st.Size()), 1.1*float64(in.Size()))
+}
+
+// Images other than JPEG are re-encoded for their page: CCITT G4 when black and
+// white, JPEG otherwise; each page keeps a text layer of its words.
+func TestSearchablePDFOfImagesPicksTheirEncoding(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	words := ocrtest.Text(41, 40)
+	gray := ocrtest.Draw(t, ocrtest.Lines(words, 6), 1800, 900, 300)
+	bilevel := image.NewGray(gray.Bounds())
+	for i, v := range gray.Pix {
+		if v >= 128 {
+			bilevel.Pix[i] = 255
+		}
+	}
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		img  image.Image
+		want string
+	}{"gray.png": {gray, "jpeg"}, "bilevel.png": {bilevel, "ccitt"}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := ocrtest.WritePNG(t, dir, name, tc.img)
+			out, err := run(t, e, path, ocr.Options{Outputs: []string{"pdf"}}, nil)
+			require.NoError(t, err)
+			pdf := artifact(t, out, strings.TrimSuffix(name, ".png")+".pdf")
+			qpdfCheck(t, pdf)
+			list, err := exec.Command("pdfimages", "-list", pdf).Output()
+			require.NoError(t, err)
+			require.Contains(t, string(list), " 1800   900 ", "the image at full size: %s", list)
+			require.Contains(t, string(list), " "+tc.want+" ", "encoded as %s: %s", tc.want, list)
+			layer := layerText(t, pdf, 1)
+			require.GreaterOrEqual(t, accuracy(words, layer), 0.98, "%q", layer)
+		})
+	}
+}
+
+// A scanned page's words, asked for one page at a time (ai-ready's pages without a
+// text layer), come from its image as stored, boxed at its resolution.
+func TestRecognizePageReadsAScanAsStored(t *testing.T) {
+	t.Parallel()
+	e, rendered := countingEngine(t)
+	words := ocrtest.Text(51, 60)
+	scan := filepath.Join(t.TempDir(), "scan.pdf")
+	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, [][]string{ocrtest.Lines(words, 10)}, 200), 0o600))
+	wp, err := e.RecognizePage(context.Background(), scan, 1)
+	require.NoError(t, err)
+	require.Zero(t, rendered.Load())
+	require.Equal(t, []int{200, 1700, 2200}, []int{wp.DPI, wp.Width, wp.Height})
+	var got []string
+	for _, w := range wp.Words {
+		got = append(got, w.Text)
+	}
+	require.GreaterOrEqual(t, accuracy(words, strings.Join(got, " ")), 0.98)
+	require.InDelta(t, 200, wp.Words[0].BBox[0], 15, "boxed in the 200 dpi image: an inch from the left")
 }

@@ -23,3 +23,27 @@ func PDFiumRenderer(p *pdfium.Pool) RenderBitmapFunc {
 		return &Bitmap{Width: b.Width, Height: b.Height, Stride: b.Stride, Gray: b.Gray, Pix: b.Pix}, nil
 	}
 }
+
+// PDFiumContent reports what a PDF page draws on a PDFium pool, with a scanned page's
+// image as stored (a JPEG's bytes, else its decoded pixels). It is what workers use.
+func PDFiumContent(p *pdfium.Pool) PageContentFunc {
+	return func(ctx context.Context, pdfPath string, page int) (*PageContent, error) {
+		d, err := p.Open(ctx, pdfPath)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		c, err := d.Content(ctx, page, true)
+		if err != nil {
+			return nil, err
+		}
+		out := &PageContent{Text: c.Text}
+		if s := c.Image; s != nil {
+			out.Scan = &ScanImage{JPEG: s.JPEG, Width: s.Width, Height: s.Height, Matrix: s.Matrix}
+			if b := s.Bitmap; b != nil {
+				out.Scan.Bitmap = &Bitmap{Width: b.Width, Height: b.Height, Stride: b.Stride, Gray: b.Gray, Pix: b.Pix}
+			}
+		}
+		return out, nil
+	}
+}

@@ -26,6 +26,51 @@ static int fm_recognize(TessBaseAPI *h, int *flag) {
 
 static int fm_thread_limit(void) { return omp_get_thread_limit(); }
 
+// fm_two_levels reports whether an 8-bit gray image holds only black and white: a
+// bilevel page saved as gray, which CCITT G4 keeps exactly and far smaller than JPEG.
+static int fm_two_levels(PIX *pix) {
+	NUMA *h = pixGetGrayHistogram(pix, 1);
+	if (h == NULL) return 0;
+	int only = 1;
+	for (int i = 1; i < 255 && only; i++) {
+		l_int32 v = 0;
+		numaGetIValue(h, i, &v);
+		if (v) only = 0;
+	}
+	numaDestroy(&h);
+	return only;
+}
+
+// fm_encode encodes a page image for a PDF: bilevel as CCITT G4, anything else as
+// JPEG at quality. *g4 tells which; the caller frees *data.
+static int fm_encode(PIX *pix, int quality, int *g4, unsigned char **data, size_t *n, int *w, int *h, int *spp) {
+	PIX *p = pixGetColormap(pix) ? pixRemoveColormap(pix, REMOVE_CMAP_BASED_ON_SRC) : pixClone(pix);
+	if (p == NULL) return -1;
+	if (pixGetDepth(p) == 8 && fm_two_levels(p)) {
+		PIX *b = pixThresholdToBinary(p, 128);
+		pixDestroy(&p);
+		if ((p = b) == NULL) return -1;
+	}
+	int d = pixGetDepth(p);
+	if (d != 1 && d != 8 && d != 32) {
+		PIX *c = pixConvertTo8(p, 0);
+		pixDestroy(&p);
+		if ((p = c) == NULL) return -1;
+		d = 8;
+	}
+	*g4 = d == 1;
+	L_COMP_DATA *cid = NULL;
+	int r = pixGenerateCIData(p, *g4 ? L_G4_ENCODE : L_JPEG_ENCODE, quality, 0, &cid);
+	pixDestroy(&p);
+	if (r || cid == NULL || cid->datacomp == NULL) { l_CIDataDestroy(&cid); return -1; }
+	*data = malloc(cid->nbytescomp);
+	if (*data == NULL) { l_CIDataDestroy(&cid); return -1; }
+	memcpy(*data, cid->datacomp, cid->nbytescomp);
+	*n = cid->nbytescomp; *w = cid->w; *h = cid->h; *spp = cid->spp;
+	l_CIDataDestroy(&cid);
+	return 0;
+}
+
 static void fm_quiet(void) { setMsgSeverity(L_SEVERITY_NONE); }
 
 // fm_pix_from copies a page rendered in memory into a new PIX, laid out as leptonica
@@ -60,6 +105,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/pdfcpu/pdfcpu/pkg/filter"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+
+	"github.com/filemill/filemill/jobs/ops/internal/imagepdf"
 )
 
 func init() { C.fm_quiet() } // leptonica would print to stderr on bad input
@@ -118,6 +168,24 @@ type pageResult struct {
 	words         []Word
 	psm           int // the segmentation mode that gave the text
 	width, height int
+	// ppi is the resolution tesseract worked at: the one it was given, or its estimate.
+	ppi float64
+	// layer is the page's words laid out for a text layer (when a PDF is wanted).
+	layer []layerWord
+	// image is the page image encoded for a PDF page (when one is made from it).
+	image *imagepdf.Image
+	// place maps the recognised image's unit square onto its PDF page (user space);
+	// nil until the page's place is known.
+	place *[6]float64
+	// hasText is true when the PDF page already draws text of its own.
+	hasText bool
+}
+
+// pageWant says what a page's recognition should give besides its text.
+type pageWant struct {
+	words  bool // words with boxes and confidences
+	layer  bool // words laid out for a text layer
+	encode bool // the page image encoded for a PDF page
 }
 
 var (
@@ -150,67 +218,67 @@ func (b *Bitmap) valid() bool {
 		int64(len(b.Pix)) >= int64(b.Stride)*int64(b.Height-1)+int64(b.Width*bpp)
 }
 
-// pageImage is where a page's pixels come from: an image file tesseract decodes, or a
-// page already rendered in memory.
+// pageImage is where a page's pixels come from: an image file tesseract decodes, a
+// JPEG in memory (a scan's page image as the PDF stores it), or a page already
+// decoded or rendered in memory.
 type pageImage struct {
 	path   string
+	jpeg   []byte
 	bitmap *Bitmap
 }
 
-// pix makes the page's PIX, which the caller destroys, and the name tesseract's
-// searchable-PDF renderer reads the page image from. A bitmap needs no image file for
-// recognition; only when a PDF is wanted is it written, losslessly, to pdfBase+".png".
-func (img pageImage) pix(pdfBase string) (*C.PIX, string, error) {
-	if img.bitmap == nil {
-		cpath := C.CString(img.path)
-		defer C.free(unsafe.Pointer(cpath))
-		pix := C.pixRead(cpath)
-		if pix == nil {
-			return nil, "", errUnreadableImage
+// pix makes the page's PIX, which the caller destroys.
+func (img pageImage) pix() (*C.PIX, error) {
+	switch {
+	case img.bitmap != nil:
+		b := img.bitmap
+		if !b.valid() {
+			return nil, errUnreadableImage
 		}
-		return pix, img.path, nil
+		gray := C.int(0)
+		if b.Gray {
+			gray = 1
+		}
+		pix := C.fm_pix_from((*C.uchar)(unsafe.Pointer(&b.Pix[0])), C.int(b.Width), C.int(b.Height), C.int(b.Stride), gray)
+		if pix == nil {
+			return nil, errors.New("tesseract: no memory for the page image")
+		}
+		return pix, nil
+	case img.jpeg != nil:
+		if len(img.jpeg) == 0 {
+			return nil, errUnreadableImage
+		}
+		data := C.CBytes(img.jpeg)
+		defer C.free(data)
+		pix := C.pixReadMem((*C.l_uint8)(data), C.size_t(len(img.jpeg)))
+		if pix == nil {
+			return nil, errUnreadableImage
+		}
+		return pix, nil
 	}
-	b := img.bitmap
-	if !b.valid() {
-		return nil, "", errUnreadableImage
-	}
-	gray := C.int(0)
-	if b.Gray {
-		gray = 1
-	}
-	pix := C.fm_pix_from((*C.uchar)(unsafe.Pointer(&b.Pix[0])), C.int(b.Width), C.int(b.Height), C.int(b.Stride), gray)
+	cpath := C.CString(img.path)
+	defer C.free(unsafe.Pointer(cpath))
+	pix := C.pixRead(cpath)
 	if pix == nil {
-		return nil, "", errors.New("tesseract: no memory for the page image")
+		return nil, errUnreadableImage
 	}
-	if pdfBase == "" {
-		return pix, "", nil
-	}
-	name := pdfBase + ".png"
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	if C.pixWrite(cname, pix, C.IFF_PNG) != 0 {
-		C.pixDestroy(&pix)
-		return nil, "", fmt.Errorf("tesseract: cannot write the page image %s", name)
-	}
-	return pix, name, nil
+	return pix, nil
 }
 
-// page recognises img, retrying an empty page with the sparse-text modes. When
-// pdfBase is not empty it also writes pdfBase+".pdf": the page image with an
-// invisible text layer.
-func (a *api) page(ctx context.Context, img pageImage, dpi int, wantWords bool, pdfBase, fontDir string) (*pageResult, error) {
-	pix, name, err := img.pix(pdfBase)
+// page recognises img, retrying an empty page with the sparse-text modes. dpi is the
+// image's resolution when known, else 0 (tesseract reads it from the file or
+// estimates it).
+func (a *api) page(ctx context.Context, img pageImage, dpi int, want pageWant) (*pageResult, error) {
+	pix, err := img.pix()
 	if err != nil {
 		return nil, err
 	}
 	defer C.pixDestroy(&pix)
 	defer C.TessBaseAPIClear(a.h)
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
 
 	res := &pageResult{psm: psmAuto}
 	for _, psm := range append([]int{psmAuto}, retryPSMs...) {
-		if err := a.recognize(ctx, pix, cname, psm, dpi); err != nil {
+		if err := a.recognize(ctx, pix, psm, dpi); err != nil {
 			return nil, err
 		}
 		res.psm = psm
@@ -224,21 +292,46 @@ func (a *api) page(ctx context.Context, img pageImage, dpi int, wantWords bool, 
 		}
 	}
 	res.width, res.height = int(C.pixGetWidth(pix)), int(C.pixGetHeight(pix))
-	if wantWords {
-		res.words = a.words()
+	res.ppi = float64(C.TessBaseAPIGetSourceYResolution(a.h))
+	if want.words || want.layer {
+		res.words, res.layer = a.collect(want.words, want.layer, res.ppi)
 	}
-	if pdfBase != "" {
-		if err := a.renderPDF(pdfBase, fontDir); err != nil {
+	if want.encode {
+		if res.image, err = encode(pix); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
 }
 
-func (a *api) recognize(ctx context.Context, pix *C.PIX, cname *C.char, psm, dpi int) error {
+// jpegQuality is what a page image that must be re-encoded, and is not bilevel, is
+// written at: a photograph's quality, well above what text needs to stay sharp.
+const jpegQuality = 85
+
+// encode encodes a page image for a PDF page: CCITT G4 when it is bilevel, else JPEG.
+func encode(pix *C.PIX) (*imagepdf.Image, error) {
+	var g4, w, h, spp C.int
+	var data *C.uchar
+	var n C.size_t
+	if C.fm_encode(pix, jpegQuality, &g4, &data, &n, &w, &h, &spp) != 0 {
+		return nil, errors.New("tesseract: cannot encode the page image")
+	}
+	defer C.free(unsafe.Pointer(data))
+	img := &imagepdf.Image{Width: int(w), Height: int(h), Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), BitsPerComponent: 8,
+		Filter: filter.DCT, ColorSpace: "DeviceGray"}
+	switch {
+	case g4 != 0:
+		img.Filter, img.BitsPerComponent = filter.CCITTFax, 1
+		img.DecodeParms = types.Dict{"K": types.Integer(-1), "Columns": types.Integer(w), "Rows": types.Integer(h)}
+	case spp == 3:
+		img.ColorSpace = "DeviceRGB"
+	}
+	return img, nil
+}
+
+func (a *api) recognize(ctx context.Context, pix *C.PIX, psm, dpi int) error {
 	C.TessBaseAPISetPageSegMode(a.h, C.TessPageSegMode(psm))
 	C.TessBaseAPISetImage2(a.h, pix)
-	C.TessBaseAPISetInputName(a.h, cname)
 	if dpi > 0 {
 		C.TessBaseAPISetSourceResolution(a.h, C.int(dpi))
 	}
@@ -258,50 +351,65 @@ func (a *api) recognize(ctx context.Context, pix *C.PIX, cname *C.char, psm, dpi
 	return nil
 }
 
-func (a *api) words() []Word {
+// collect walks the recognised words once: as words with boxes and confidences, and
+// laid out for a text layer (each word on its line's baseline, as tesseract's own PDF
+// renderer places it).
+func (a *api) collect(wantWords, wantLayer bool, ppi float64) ([]Word, []layerWord) {
 	it := C.TessBaseAPIGetIterator(a.h)
 	if it == nil {
-		return nil
+		return nil, nil
 	}
 	defer C.TessResultIteratorDelete(it)
 	pit := C.TessResultIteratorGetPageIterator(it)
-	var out []Word
+	var (
+		words []Word
+		layer []layerWord
+		line  [4]int
+		block = -1
+	)
 	for {
+		if C.TessPageIteratorIsAtBeginningOf(pit, C.RIL_BLOCK) != 0 {
+			block++
+		}
+		if C.TessPageIteratorIsAtBeginningOf(pit, C.RIL_TEXTLINE) != 0 {
+			var x1, y1, x2, y2 C.int
+			C.TessPageIteratorBaseline(pit, C.RIL_TEXTLINE, &x1, &y1, &x2, &y2)
+			line = clipBaseline(ppi, [4]int{int(x1), int(y1), int(x2), int(y2)})
+		}
 		if t := C.TessResultIteratorGetUTF8Text(it, C.RIL_WORD); t != nil {
-			w := Word{Text: C.GoString(t), Confidence: float64(C.TessResultIteratorConfidence(it, C.RIL_WORD))}
+			text := C.GoString(t)
 			C.TessDeleteText(t)
-			var l, tp, r, b C.int
-			if C.TessPageIteratorBoundingBox(pit, C.RIL_WORD, &l, &tp, &r, &b) != 0 {
-				w.BBox = [4]int{int(l), int(tp), int(r), int(b)}
+			if text != "" && wantWords {
+				w := Word{Text: text, Confidence: float64(C.TessResultIteratorConfidence(it, C.RIL_WORD))}
+				var l, tp, r, b C.int
+				if C.TessPageIteratorBoundingBox(pit, C.RIL_WORD, &l, &tp, &r, &b) != 0 {
+					w.BBox = [4]int{int(l), int(tp), int(r), int(b)}
+				}
+				words = append(words, w)
 			}
-			if w.Text != "" {
-				out = append(out, w)
+			if text != "" && wantLayer {
+				lw := layerWord{text: text, block: block, line: line}
+				var x1, y1, x2, y2 C.int
+				C.TessPageIteratorBaseline(pit, C.RIL_WORD, &x1, &y1, &x2, &y2)
+				lw.base = [4]int{int(x1), int(y1), int(x2), int(y2)}
+				var bold, italic, underlined, mono, serif, smallcaps C.BOOL
+				var size, font C.int
+				C.TessResultIteratorWordFontAttributes(it, &bold, &italic, &underlined, &mono, &serif, &smallcaps, &size, &font)
+				lw.pointSize = int(size)
+				var orient C.TessOrientation
+				var dir C.TessWritingDirection
+				var order C.TessTextlineOrder
+				var deskew C.float
+				C.TessPageIteratorOrientation(pit, &orient, &dir, &order, &deskew)
+				lw.rtl = dir == C.WRITING_DIRECTION_RIGHT_TO_LEFT
+				lw.lineEnd = C.TessPageIteratorIsAtFinalElement(pit, C.RIL_TEXTLINE, C.RIL_WORD) != 0
+				layer = append(layer, lw)
 			}
 		}
 		if C.TessResultIteratorNext(it, C.RIL_WORD) == 0 {
-			return out
+			return words, layer
 		}
 	}
-}
-
-// renderPDF writes the current page as base+".pdf" with its text layer.
-func (a *api) renderPDF(base, fontDir string) error {
-	cb, cd := C.CString(base), C.CString(fontDir)
-	defer C.free(unsafe.Pointer(cb))
-	defer C.free(unsafe.Pointer(cd))
-	r := C.TessPDFRendererCreate(cb, cd, 0)
-	if r == nil {
-		return errors.New("tesseract: cannot create the PDF renderer")
-	}
-	defer C.TessDeleteResultRenderer(r)
-	title := C.CString("")
-	defer C.free(unsafe.Pointer(title))
-	if C.TessResultRendererBeginDocument(r, title) == 0 ||
-		C.TessResultRendererAddImage(r, a.h) == 0 ||
-		C.TessResultRendererEndDocument(r) == 0 {
-		return errors.New("tesseract: the PDF renderer failed")
-	}
-	return nil
 }
 
 // ompThreadLimit is OpenMP's thread limit in this process (OMP_THREAD_LIMIT).

@@ -35,7 +35,7 @@ func TestRecognitionStartsNoOpenMPTeam(t *testing.T) {
 	}
 	defer a.close()
 	before := threads(t)
-	res, err := a.page(context.Background(), pageImage{path: page}, 300, false, "", "")
+	res, err := a.page(context.Background(), pageImage{path: page}, 300, pageWant{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,11 @@
 // Python UNO helper and its office in one process group, driven over a line protocol;
 // macros never run and documents never fetch remote resources.
 //
-// It imports domain types, jobs/ops/runner, pdfcpu and its Markdown/HTML libraries;
-// never HTTP, queue or database packages, nor other filemill engines.
+// Images become one page of their displayed size, their EXIF orientation applied
+// (jobs/ops/internal/imagepdf places a JPEG as it is; libvips decodes other oriented
+// images upright).
+//
+// It imports domain types, jobs/ops/runner, jobs/ops/internal (imagepdf, vips, pdfpages),
+// pdfcpu and its Markdown/HTML libraries; never HTTP, queue or database packages, nor
+// other filemill engines.
 package office

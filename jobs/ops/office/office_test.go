@@ -1,6 +1,7 @@
 package office_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
 )
@@ -526,6 +528,69 @@ func TestImageToPDF(t *testing.T) {
 	info, err := exec.Command("pdfinfo", pdf).Output()
 	require.NoError(t, err)
 	require.Contains(t, string(info), "300 x 200 pts", "the page takes the image's size")
+}
+
+// A photo of a page, as a phone stores it (turned or mirrored, with the EXIF orientation
+// that shows it upright), converts to an upright page of its displayed size; a JPEG is
+// embedded as it came. PNG and WebP carry the same tag and are decoded upright.
+func TestImageToPDFAppliesTheEXIFOrientation(t *testing.T) {
+	t.Parallel()
+	e := sharedEngine(t)
+	const w, h = 240, 160
+	upright := image.NewGray(image.Rect(0, 0, w, h))
+	for y := range h { // quadrants of four grays: any turn or mirror shows
+		for x := range w {
+			upright.Pix[y*upright.Stride+x] = uint8(70*(x*2/w) + 140*(y*2/h))
+		}
+	}
+	check := func(t *testing.T, pdf string) {
+		t.Helper()
+		info, err := exec.Command("pdfinfo", pdf).Output()
+		require.NoError(t, err)
+		require.Contains(t, string(info), fmt.Sprintf("%d x %d pts", w, h), "the page has the displayed size")
+		base := strings.TrimSuffix(pdf, ".pdf") + "-page"
+		msg, err := exec.Command("pdftoppm", "-gray", "-r", "72", "-singlefile", "-png", pdf, base).CombinedOutput()
+		require.NoError(t, err, "%s", msg)
+		f, err := os.Open(base + ".png")
+		require.NoError(t, err)
+		defer f.Close()
+		got, err := png.Decode(f)
+		require.NoError(t, err)
+		for _, p := range []image.Point{{w / 4, h / 4}, {3 * w / 4, h / 4}, {w / 4, 3 * h / 4}, {3 * w / 4, 3 * h / 4}} {
+			g, _, _, _ := got.At(p.X, p.Y).RGBA()
+			require.InDelta(t, int(upright.GrayAt(p.X, p.Y).Y), int(g>>8), 12, "quadrant at %v is where the viewer shows it", p)
+		}
+	}
+	for o := 1; o <= 8; o++ {
+		t.Run(fmt.Sprintf("JPEGOrientation%d", o), func(t *testing.T) {
+			t.Parallel()
+			data := ocrtest.OrientedJPEG(t, upright, o)
+			out, err := convert(t, e, "photo.jpg", data, "pdf")
+			require.NoError(t, err)
+			pdf := onlyArtifact(t, out, "photo.pdf", "application/pdf")
+			check(t, pdf)
+			b, err := os.ReadFile(pdf)
+			require.NoError(t, err)
+			require.True(t, bytes.Contains(b, data), "the JPEG is embedded as it came")
+		})
+	}
+	for _, ext := range []string{"png", "webp"} {
+		t.Run(strings.ToUpper(ext)+"Orientation6", func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			jpg := filepath.Join(dir, "photo.jpg")
+			require.NoError(t, os.WriteFile(jpg, ocrtest.OrientedJPEG(t, upright, 6), 0o600))
+			other := filepath.Join(dir, "photo."+ext)
+			// libvips copies the EXIF block, orientation included, into PNG and WebP.
+			msg, err := exec.Command("vips", "copy", jpg, other).CombinedOutput()
+			require.NoError(t, err, "vips (apt-get install libvips-tools): %s", msg)
+			data, err := os.ReadFile(other)
+			require.NoError(t, err)
+			out, err := convert(t, e, "photo."+ext, data, "pdf")
+			require.NoError(t, err)
+			check(t, onlyArtifact(t, out, "photo.pdf", "application/pdf"))
+		})
+	}
 }
 
 func TestTextOutputs(t *testing.T) {

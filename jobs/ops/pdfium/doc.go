@@ -1,6 +1,6 @@
 // Package pdfium is the PDF rasteriser and text engine the engines share: pdf.render,
-// OCR (pages rendered for recognition), image.convert (PDF page 1) and ai-ready (text
-// with positions, font sizes and weights). It runs PDFium compiled to WebAssembly
+// OCR (pages rendered for recognition, or a scanned page's image read as stored),
+// image.convert (PDF page 1) and ai-ready (text with positions, font sizes and weights). It runs PDFium compiled to WebAssembly
 // (go-pdfium's build) on wazero: a hostile PDF cannot reach the worker's memory, each
 // instance has a memory ceiling, and pages render progressively so a deadline stops
 // a render at PDFium's next checkpoint rather than at the end of the page.

@@ -7,6 +7,7 @@ import (
 
 // PDFium page object types and path segment types.
 const (
+	objText  = 1
 	objPath  = 2
 	objImage = 3
 

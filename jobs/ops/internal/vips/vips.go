@@ -1,6 +1,7 @@
 // Package vips is a thin cgo binding over the few libvips calls the PDF engines need:
-// encoding rendered pages (PNG, JPEG, WebP) and re-encoding embedded images at a smaller
-// size. Every buffer handed to libvips is first copied into memory libvips owns, so
+// encoding rendered pages (PNG, JPEG, WebP), re-encoding embedded images at a smaller
+// size, and decoding an image file upright (its EXIF orientation applied) for the
+// engines that read images as pages (OCR, image → PDF). Every buffer handed to libvips is first copied into memory libvips owns, so
 // nothing in its operation cache can point at Go memory.
 package vips
 
@@ -10,7 +11,15 @@ package vips
 #include <string.h>
 #include <vips/vips.h>
 
-static int fm_init(void) { return vips_init("filemill"); }
+// libvips also reports every error it returns as a warning on stderr; callers return
+// the error itself.
+static void fm_quiet(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {}
+
+static int fm_init(void) {
+	if (vips_init("filemill")) return -1;
+	g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG, fm_quiet, NULL);
+	return 0;
+}
 
 // fm_pack copies rows of bands-per-pixel samples (stride bytes apart) into a tight buffer,
 // keeping only the first keep bands (RGBx → RGB).
@@ -117,6 +126,64 @@ static int fm_raw_to_jpeg(const unsigned char *src, int w, int h, int bands, int
 	return r;
 }
 
+// fm_load calls the loader named by kind (0 JPEG, 1 PNG, 2 WebP, 3 TIFF, 4 GIF) on path:
+// never a loader libvips would pick by sniffing, so a file cannot choose its parser.
+// The load is lazy: pixels are decoded when asked for, in order when seq is set (a
+// header read), else as turning the image needs them.
+static VipsImage *fm_load(const char *path, int kind, int seq) {
+	VipsImage *im = NULL;
+	VipsAccess a = seq ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM;
+	int r;
+	switch (kind) {
+	case 0: r = vips_jpegload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 1: r = vips_pngload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 2: r = vips_webpload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 3: r = vips_tiffload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	case 4: r = vips_gifload(path, &im, "access", a, "fail_on", VIPS_FAIL_ON_ERROR, NULL); break;
+	default: vips_error("filemill", "no such loader"); return NULL;
+	}
+	return r ? NULL : im;
+}
+
+static int fm_header(const char *path, int kind, int *w, int *h, int *orientation, double *xres) {
+	VipsImage *im = fm_load(path, kind, 1);
+	if (!im) return -1;
+	*w = im->Xsize; *h = im->Ysize; *xres = im->Xres;
+	*orientation = vips_image_get_orientation(im);
+	g_object_unref(im);
+	return 0;
+}
+
+// fm_load_upright decodes path as displayed: the EXIF orientation applied (libvips'
+// autorot, as image.convert's thumbnail stage does), alpha flattened onto white, then 8-bit
+// gray (one band) or sRGB with an unused fourth band, the layout of a PDFium bitmap.
+static int fm_load_upright(const char *path, int kind, int *w, int *h, int *bands, double *xres, void **out, size_t *len) {
+	VipsImage *cur = fm_load(path, kind, 0), *tmp = NULL;
+	if (!cur) return -1;
+#define STEP(call) do { if (call) { g_object_unref(cur); return -1; } g_object_unref(cur); cur = tmp; } while (0)
+	*xres = cur->Xres;
+	STEP(vips_autorot(cur, &tmp, NULL));
+	if (vips_image_hasalpha(cur)) {
+		int deep = cur->Type == VIPS_INTERPRETATION_RGB16 || cur->Type == VIPS_INTERPRETATION_GREY16;
+		double white = deep ? 65535 : 255;
+		VipsArrayDouble *bg = vips_array_double_new(&white, 1);
+		int r = vips_flatten(cur, &tmp, "background", bg, "max_alpha", white, NULL);
+		vips_area_unref(VIPS_AREA(bg));
+		STEP(r);
+	}
+	int gray = cur->Bands == 1 || vips_image_guess_interpretation(cur) == VIPS_INTERPRETATION_B_W ||
+		vips_image_guess_interpretation(cur) == VIPS_INTERPRETATION_GREY16;
+	STEP(vips_colourspace(cur, &tmp, gray ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB, NULL));
+	if (cur->BandFmt != VIPS_FORMAT_UCHAR) STEP(vips_cast_uchar(cur, &tmp, NULL));
+	if (cur->Bands > (gray ? 1 : 3)) STEP(vips_extract_band(cur, &tmp, 0, "n", gray ? 1 : 3, NULL));
+	if (!gray) STEP(vips_bandjoin_const1(cur, &tmp, 0, NULL));
+#undef STEP
+	*w = cur->Xsize; *h = cur->Ysize; *bands = cur->Bands;
+	*out = vips_image_write_to_memory(cur, len);
+	g_object_unref(cur);
+	return *out ? 0 : -1;
+}
+
 static const char *fm_error(void) { return vips_error_buffer(); }
 static void fm_error_clear(void) { vips_error_clear(); }
 */
@@ -125,6 +192,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"unsafe"
@@ -275,4 +343,89 @@ func RawToJPEG(pix []byte, w, h, bands, width, height, quality int) ([]byte, err
 		return nil, fmt.Errorf("vips: encode JPEG: %s", takeError())
 	}
 	return takeBuffer(out, n), nil
+}
+
+// Loader is a libvips file loader, named rather than picked by sniffing.
+type Loader int
+
+// The loaders Header and LoadUpright call.
+const (
+	LoadJPEG Loader = iota
+	LoadPNG
+	LoadWebP
+	LoadTIFF
+	LoadGIF
+)
+
+// LoaderFor returns the loader of an image MIME type; false for types libvips is not
+// trusted with here (BMP has no libvips loader outside ImageMagick).
+func LoaderFor(mime string) (Loader, bool) {
+	l, ok := map[string]Loader{"image/jpeg": LoadJPEG, "image/png": LoadPNG, "image/webp": LoadWebP,
+		"image/tiff": LoadTIFF, "image/gif": LoadGIF}[mime]
+	return l, ok
+}
+
+// Header is what an image file's header says.
+type Header struct {
+	Width, Height int // as stored
+	// Orientation is the EXIF orientation, 1–8 (1 when absent).
+	Orientation int
+	// DPI is the density the file records; 0 when it records none believable.
+	DPI float64
+}
+
+// ReadHeader reads path's header with loader l; no pixel is decoded.
+func ReadHeader(path string, l Loader) (Header, error) {
+	if err := Init(); err != nil {
+		return Header{}, err
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var w, h, o C.int
+	var xres C.double
+	if C.fm_header(cpath, C.int(l), &w, &h, &o, &xres) != 0 {
+		return Header{}, fmt.Errorf("vips: read header: %s", takeError())
+	}
+	return Header{Width: int(w), Height: int(h), Orientation: max(1, min(8, int(o))), DPI: dpi(float64(xres))}, nil
+}
+
+// dpi converts libvips' pixels per millimetre. A file that records no density reads
+// as 72 dpi, which is also what cameras and most writers record when they know
+// nothing: it counts as none, as does anything under 50 dpi.
+func dpi(xres float64) float64 {
+	d := xres * 25.4
+	if d < 50 || d > 10000 || math.Abs(d-72) < 0.5 {
+		return 0
+	}
+	return d
+}
+
+// Upright is an image decoded as displayed: 8-bit gray (Bands 1) or R, G, B and an
+// unused byte (Bands 4), rows packed.
+type Upright struct {
+	Pixels
+	// DPI is the file's recorded density, 0 when none.
+	DPI float64
+}
+
+// LoadUpright decodes path with loader l as it is displayed: its EXIF orientation
+// applied with libvips' autorot (the orientation image.convert applies), transparency
+// flattened onto white. The caller checks the pixel limits from the header first.
+func LoadUpright(path string, l Loader) (*Upright, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var w, h, bands C.int
+	var xres C.double
+	var out unsafe.Pointer
+	var n C.size_t
+	if C.fm_load_upright(cpath, C.int(l), &w, &h, &bands, &xres, &out, &n) != 0 {
+		return nil, fmt.Errorf("vips: decode image: %s", takeError())
+	}
+	pix := takeBuffer(out, n)
+	b := int(bands)
+	return &Upright{Pixels: Pixels{Pix: pix, Width: int(w), Height: int(h), Stride: int(w) * b, Bands: b, Keep: min(b, 3)},
+		DPI: dpi(float64(xres))}, nil
 }
