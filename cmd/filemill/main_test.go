@@ -65,7 +65,13 @@ type syncBuffer struct {
 
 func start(t *testing.T, dir string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return startCommand(t, exec.Command(binary, args...), dir, env, args)
+}
+
+// startCommand starts cmd, filemill run with args (perhaps through a program that
+// execs it, keeping the process id), in dir with env.
+func startCommand(t *testing.T, cmd *exec.Cmd, dir string, env []string, args []string) *proc {
+	t.Helper()
 	cmd.Dir, cmd.Env = dir, env
 	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{done: make(chan struct{})}}
 	cmd.Stdout = p.stdout
@@ -258,6 +264,9 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"FILEMILL_LOG_LEVEL":                 "loud",
 		"FILEMILL_JOB_LEASE":                 "forever",
 		"FILEMILL_SWEEP_INTERVAL":            "0s",
+		"FILEMILL_BODY_READ_TIMEOUT":         "a while",
+		"FILEMILL_BODY_MIN_RATE":             "-1",
+		"FILEMILL_MAX_CONNS_PER_ADDRESS":     "many",
 	}
 	for name, value := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ratelimit"
+	"github.com/filemill/filemill/listener"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
@@ -279,8 +279,8 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		log.Info("workers started")
 	}
 
-	errc := make(chan error, 2)
-	var servers []*http.Server
+	errc := make(chan error, 3) // one per listener: a failure to listen is sent before anything reads
+	var servers []*listener.Server
 	if roles&roleAPI != 0 {
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
@@ -290,12 +290,18 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
 		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
-		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
+		if s := listen(cfg, cfg.Addr, apiHandler(api, gql), "api", log, errc); s != nil {
+			servers = append(servers, s)
+		}
 		if cfg.MetricsAddr != "" {
-			servers = append(servers, listen(cfg.MetricsAddr, api.MetricsHandler(), "metrics", log, errc))
+			if s := listen(cfg, cfg.MetricsAddr, api.MetricsHandler(), "metrics", log, errc); s != nil {
+				servers = append(servers, s)
+			}
 		}
 		if a.local != nil {
-			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
+			if s := listen(cfg, cfg.StorageAddr, a.local.Handler(), "storage", log, errc); s != nil {
+				servers = append(servers, s)
+			}
 		}
 	}
 
@@ -328,16 +334,20 @@ func apiHandler(api *rest.Server, gql *graph.Server) http.Handler {
 	return mux
 }
 
-func listen(addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *http.Server {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	ln, err := net.Listen("tcp", addr)
+// listen serves h on addr with the configured limits (see package listener); nil, with
+// the error sent on errc, when it cannot listen.
+func listen(cfg *Config, addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *listener.Server {
+	lc := cfg.Listener
+	lc.Name, lc.Logger, lc.LogRepeatInterval = name, log, logRepeatInterval
+	srv, err := listener.Listen(addr, h, lc)
 	if err != nil {
 		errc <- fmt.Errorf("%s listener on %s: %w", name, addr, err)
-		return srv
+		return nil
 	}
-	log.Info("listening", "server", name, "addr", ln.Addr().String())
+	log.Info("listening", "server", name, "addr", srv.Addr().String(), "body_read_timeout", lc.BodyReadTimeout.String(),
+		"body_min_rate", lc.MinBodyRate, "max_conns_per_address", lc.MaxConnsPerAddress)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(); err != nil {
 			errc <- err
 		}
 	}()
