@@ -57,6 +57,12 @@ type Config struct {
 	// largest file it is sent.
 	ClamdAddress   string
 	ClamdMaxStream int64
+	// ClamdAddressSet is whether FILEMILL_CLAMD_ADDRESS was given rather than defaulted.
+	ClamdAddressSet bool
+	// ClamdStart says when a process runs a clamd of its own (auto, always, never), on
+	// the signatures in ClamdDatabaseDir ("": the system clamd's).
+	ClamdStart       string
+	ClamdDatabaseDir string
 	// WebhookConcurrency is how many delivery attempts a worker process makes at once;
 	// WebhookEndpointConcurrency how many of them may go to one endpoint.
 	WebhookConcurrency         int
@@ -88,9 +94,11 @@ type rawConfig struct {
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory                     string
 	officeSandbox                                                                                           string
 	ocrParallel, ocrDPI, ocrMaxPages                                                                        string
-	clamdAddress, clamdMaxStream                                                                            string
+	clamdAddress, clamdMaxStream, clamdStart, clamdDatabaseDir                                              string
 	eventRetention, webhookConcurrency, webhookEndpointConcurrency                                          string
 	bodyReadTimeout, bodyMinRate, maxConnsPerAddress                                                        string
+	// defaulted names the settings (by variable) that took their default.
+	defaulted map[string]bool
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -127,6 +135,8 @@ func (rc *rawConfig) settings() []setting {
 		{"ocr-dpi", "FILEMILL_OCR_DPI", "300", "resolution PDF pages are rendered at for OCR", &rc.ocrDPI},
 		{"ocr-max-pages", "FILEMILL_OCR_MAX_PAGES", "500", "longest PDF OCR accepts", &rc.ocrMaxPages},
 		{"clamd-address", "FILEMILL_CLAMD_ADDRESS", "unix:/run/clamav/clamd.ctl", "clamd's socket for scan and validation.scan: unix:/path or tcp://host:port", &rc.clamdAddress},
+		{"clamd-start", "FILEMILL_CLAMD_START", "auto", "run a clamd of filemill's own: auto (serve, when FILEMILL_CLAMD_ADDRESS is not set, nothing answers there and clamd is installed), always, or never", &rc.clamdStart},
+		{"clamd-database-dir", "FILEMILL_CLAMD_DATABASE_DIR", "", "signatures of filemill's own clamd (default: the DatabaseDirectory of /etc/clamav/clamd.conf, else /var/lib/clamav)", &rc.clamdDatabaseDir},
 		{"clamd-max-stream-bytes", "FILEMILL_CLAMD_MAX_STREAM_BYTES", "26214400", "largest file sent to clamd (its StreamMaxLength); larger files fail the scan", &rc.clamdMaxStream},
 		{"sweep-interval", "FILEMILL_SWEEP_INTERVAL", "30s", "how often workers look for jobs lost in an outage or with a dead worker, and run them again", &rc.sweepInterval},
 		{"event-retention", "FILEMILL_EVENT_RETENTION", "720h", "how long events are kept (GET /v1/events, file history) before they are swept", &rc.eventRetention},
@@ -160,12 +170,14 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	if v, set := os.LookupEnv("FILEMILL_METRICS_ADDR"); set && v == "" && rc.metricsAddr == "" {
 		rc.metricsAddr = metricsOff
 	}
+	rc.defaulted = map[string]bool{}
 	for _, s := range rc.settings() {
 		if *s.target == "" {
 			*s.target = os.Getenv(s.env)
 		}
 		if *s.target == "" {
 			*s.target = s.def
+			rc.defaulted[s.env] = true
 		}
 	}
 	c := &Config{Addr: rc.addr, StorageAddr: rc.storageAddr, MetricsAddr: rc.metricsAddr, DatabaseURL: rc.databaseURL, RedisURL: rc.redisURL,
@@ -347,7 +359,13 @@ func (c *Config) loadEngineSettings(rc *rawConfig) error {
 		*d.dst = v
 	}
 	var err error
-	c.ClamdAddress = rc.clamdAddress
+	c.ClamdAddress, c.ClamdAddressSet = rc.clamdAddress, !rc.defaulted["FILEMILL_CLAMD_ADDRESS"]
+	c.ClamdStart, c.ClamdDatabaseDir = rc.clamdStart, rc.clamdDatabaseDir
+	switch c.ClamdStart {
+	case clamdStartAuto, clamdStartAlways, clamdStartNever:
+	default:
+		return fmt.Errorf("FILEMILL_CLAMD_START: %q is not auto, always or never", c.ClamdStart)
+	}
 	if c.ClamdMaxStream, err = strconv.ParseInt(rc.clamdMaxStream, 10, 64); err != nil || c.ClamdMaxStream < 1 {
 		return fmt.Errorf("FILEMILL_CLAMD_MAX_STREAM_BYTES: %q is not a positive number of bytes", rc.clamdMaxStream)
 	}

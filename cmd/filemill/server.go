@@ -24,6 +24,7 @@ import (
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/listener"
 	"github.com/filemill/filemill/rest"
@@ -54,6 +55,10 @@ type app struct {
 	engines  map[string]domain.Engine // the engine families this process runs
 	// closeEngines stops the engines' pools and processes.
 	closeEngines func()
+	// enginesNotStarted says why each engine family this machine cannot run did not
+	// start; clamd is the clamd of filemill's own, when this process runs one.
+	enginesNotStarted map[string]error
+	clamd             *scan.Daemon
 	// The event stream and webhook delivery.
 	bus      eventBus
 	webhooks *jobs.WebhookQueue
@@ -161,16 +166,19 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	if a.registry, err = catalog.Registry(); err != nil {
 		return nil, fmt.Errorf("operations: %w", err)
 	}
+	if a.clamd, err = ownClamd(ctx, cfg, roles, a.log); err != nil {
+		return nil, err
+	}
+	scanner, err := newScanner(cfg, a.clamd, a.log)
+	if err != nil {
+		return nil, err
+	}
 	if roles&roleWorker != 0 {
-		if a.engines, a.closeEngines, err = newEngines(cfg, a.log); err != nil {
+		if a.engines, a.closeEngines, a.enginesNotStarted, err = newEngines(cfg, scanner, a.log); err != nil {
 			return nil, err
 		}
 	}
 	prober := newProber(a.engines)
-	scanner, err := newScanner(cfg, a.log)
-	if err != nil {
-		return nil, err
-	}
 	// The embedded default is one process: its stream stays in it. Otherwise every
 	// process shares Redis pub/sub, so a relay in any worker reaches subscribers in any
 	// API process.
@@ -207,6 +215,9 @@ func (a *app) recordEgress(key string, n int64) {
 func (a *app) close() {
 	if a.closeEngines != nil {
 		a.closeEngines()
+	}
+	if a.clamd != nil {
+		a.clamd.Close()
 	}
 	if a.queue != nil {
 		a.queue.Close()
@@ -272,11 +283,12 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		jobs.RegisterWebhookTasks(worker, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
 			Nudges: a.bus.Nudges()}, log)
-		worker.AdvertiseEngines(a.engines)
+		checks := worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started")
+		go reportEngines(ctx, checks, a.enginesNotStarted, os.Stdout, log)
 	}
 
 	errc := make(chan error, 3) // one per listener: a failure to listen is sent before anything reads
