@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/filemill/filemill/domain"
@@ -36,6 +37,9 @@ func guardBodies(h http.Handler, c Config, slow func(r *http.Request, read int64
 		}
 		gw := &guardedWriter{ResponseWriter: w, body: b}
 		b.w, b.slow, b.req = gw, slow, r
+		// A copy: net/http looks at the request it made (its body's type) after the
+		// handler, and must find its own.
+		r = r.WithContext(r.Context())
 		r.Body = b
 		h.ServeHTTP(gw, r)
 	})
@@ -48,6 +52,7 @@ type guardedBody struct {
 	c     *Config
 	start time.Time
 	read  int64
+	asked bool  // the handler read from the body
 	ended bool  // the body's end was read
 	err   error // ErrBodyTooSlow once cut
 	w     *guardedWriter
@@ -74,6 +79,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	b.asked = true
 	n, err := b.src.Read(p)
 	b.read += int64(n)
 	switch {
@@ -128,9 +134,13 @@ func (b *guardedBody) answer() {
 }
 
 // drain reads what the handler left of the body, up to drainLimit, through the rule,
-// before its answer begins.
+// before its answer begins. A client waiting for 100 Continue before it sends the
+// body is not asked for it: net/http answers and closes the connection instead.
 func (b *guardedBody) drain() {
 	if b.ended || b.err != nil {
+		return
+	}
+	if !b.asked && strings.EqualFold(b.req.Header.Get("Expect"), "100-continue") {
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(b, drainLimit))

@@ -252,3 +252,20 @@ func TestConnectionsPerAddress(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	}, safety, 20*time.Millisecond, "a closed connection gives its place back")
 }
+
+// A client that waits for 100 Continue before sending its body is answered at once by
+// a handler that does not want the body: it is never asked for it.
+func TestExpectContinueIsNotAskedForAnUnreadBody(t *testing.T) {
+	t.Parallel()
+	c := listener.DefaultConfig()
+	c.BodyReadTimeout = time.Minute
+	addr := serve(t, c, handlers())
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "PUT /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	resp, body := readAnswer(t, conn)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the answer, not 100 Continue: %s", body)
+	require.Equal(t, "ok", string(body))
+}
