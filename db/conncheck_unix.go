@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 )
 
 // errUnexpectedRead: the server sent something to a connection idle in the pool. An
@@ -24,6 +25,12 @@ func connCheck(c net.Conn) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
+	}
+	// The driver leaves the deadline of the connection's last read in place; past it,
+	// the look below would fail without looking. The driver sets a new one before its
+	// next read.
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		return err
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
