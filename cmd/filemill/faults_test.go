@@ -140,9 +140,13 @@ func runOutage(t *testing.T, stopped string, outage time.Duration) {
 	<-loadDone
 	mu.Lock()
 	t.Logf("answers by status: %v", answers)
-	// The first requests after the server is back are served: none meets a connection
-	// that died in a pool during the outage.
-	require.Empty(t, late, "requests sent after %s came back that were not served", stopped)
+	if stopped == "postgres" {
+		// The first requests after the server is back are served: none meets a
+		// connection that died in a pool during the outage. (A Redis that comes back
+		// empty has lost the workers' announcements: jobs are refused 503
+		// processing_unavailable until the next heartbeat, as documented.)
+		require.Empty(t, late, "requests sent after %s came back that were not served", stopped)
+	}
 	require.Greater(t, len(accepted), int((2*loadAround/loadEvery)/2), "jobs were accepted before and after the outage")
 	mu.Unlock()
 
