@@ -119,6 +119,22 @@ func (c *classifyingConn) QueryContext(ctx context.Context, query string, args [
 
 func (c *classifyingConn) Ping(ctx context.Context) error { return classify(c.Conn.Ping(ctx)) }
 
+// ResetSession runs before a pooled connection is used again. A connection whose server
+// went away while it sat in the pool (a restart, a failover, an idle timeout) is
+// reported bad here, before any statement is sent on it: database/sql then closes it
+// and runs the statement on another connection, a new one at the latest, so the first
+// requests after the database comes back are served rather than answered 503.
+func (c *classifyingConn) ResetSession(ctx context.Context) error {
+	if err := c.Conn.ResetSession(ctx); err != nil {
+		return err
+	}
+	if err := connCheck(c.Conn.Conn()); err != nil {
+		_ = c.Conn.Close()
+		return driver.ErrBadConn
+	}
+	return nil
+}
+
 // classifyingStmt is a prepared statement whose failures are classified.
 type classifyingStmt struct{ driver.Stmt }
 

@@ -64,6 +64,10 @@ const (
 	// CodeNotImplemented marks an endpoint of the contract whose capability is not
 	// built yet. It is not a code of section 7; the REST door answers 501.
 	CodeNotImplemented = "not_implemented"
+
+	// CodeRequestTimeout: a request's body stopped arriving (the listeners' body rule);
+	// answered 408 by the listener, before any door. Not a code of section 7.
+	CodeRequestTimeout = "request_timeout"
 )
 
 // Codes lists every code of the contract, for tests and the error table.

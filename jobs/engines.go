@@ -52,19 +52,24 @@ type CheckedEngine interface {
 // AdvertiseEngines makes the server announce the engine families it runs, every
 // heartbeatEvery from Start until Shutdown. An engine is announced once its first check
 // passed, and left out (and logged) while its latest check fails, so its operations
-// show as unavailable instead of failing.
-func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
+// show as unavailable instead of failing. The channel returned receives, once, the
+// outcome of the first round of checks: each family's error, nil when it passed.
+func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) <-chan map[string]error {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), domain.NewID(""))
 	key := engineWorkerPrefix + id
 	var mu sync.Mutex
 	passing := map[string]string{} // family -> version, for the engines whose check passed
 	failing := map[string]bool{}
+	first := map[string]error{}
 	for name, e := range engines {
 		if _, ok := e.(CheckedEngine); !ok {
 			passing[name] = ""
+			first[name] = nil
 		}
 	}
+	firstRound := make(chan map[string]error, 1)
+	var once sync.Once
 	s.Locally(checkEvery, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for name, e := range engines {
@@ -90,6 +95,9 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
 					s.log.Info("engine available again", "engine", name)
 				}
 				failing[name] = err != nil
+				if _, seen := first[name]; !seen {
+					first[name] = err
+				}
 				if err != nil {
 					delete(passing, name)
 				} else {
@@ -98,6 +106,13 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
 			}()
 		}
 		wg.Wait()
+		if ctx.Err() == nil {
+			once.Do(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				firstRound <- first
+			})
+		}
 	})
 	s.Locally(heartbeatEvery, func(ctx context.Context) {
 		mu.Lock()
@@ -126,6 +141,7 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) {
 		s.rdb.Del(ctx, key)
 		s.rdb.SRem(ctx, engineWorkersKey, id)
 	})
+	return firstRound
 }
 
 // Directory reads which engine families live workers run. It implements

@@ -52,8 +52,9 @@ func TestEngineDirectory(t *testing.T) {
 
 		scan := &checkedEngine{version: "clamav 1.4"}
 		scan.broken.Store(true)
+		var firstChecks <-chan map[string]error
 		w1 := b.server(t, fastConfig(), func(s *jobs.Server) {
-			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}, "scan": scan})
+			firstChecks = s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}, "scan": scan})
 		})
 		w2 := b.server(t, fastConfig(), func(s *jobs.Server) {
 			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}})
@@ -65,6 +66,10 @@ func TestEngineDirectory(t *testing.T) {
 		require.Equal(t, "pdfcpu 0.15", live["pdf"].Version)
 		require.NotContains(t, live, "scan", "an engine that fails its check is not advertised")
 		require.Contains(t, b.logs.String(), "engine unavailable")
+		first := <-firstChecks // the outcome of the first checks, for the report at start
+		require.Len(t, first, 2)
+		require.NoError(t, first["pdf"])
+		require.EqualError(t, first["scan"], "tool missing")
 
 		w2.Shutdown()
 		live, err = dir.LiveEngines(ctx)

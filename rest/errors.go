@@ -60,6 +60,7 @@ var statusOf = map[string]int{
 	domain.CodeTimeout:               http.StatusGatewayTimeout,
 
 	domain.CodeNotImplemented: http.StatusNotImplemented,
+	domain.CodeRequestTimeout: http.StatusRequestTimeout,
 }
 
 // StatusOf returns the HTTP status of a contract code.

@@ -1,12 +1,17 @@
 package rest_test
 
 import (
+	"database/sql"
+	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
 
+	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
 )
 
@@ -66,4 +71,47 @@ func TestDatabaseUnreachable(t *testing.T) {
 		require.Equal(t, 202, r.status, string(r.body))
 		require.Empty(t, r.header.Get("Idempotent-Replayed"), "the key was never taken")
 	})
+}
+
+// TestDatabaseRestarted: the connections a process pooled before PostgreSQL restarted
+// are dead once it is back; the first requests after its return are served, none of
+// them answered 5xx for a connection that died in the pool.
+func TestDatabaseRestarted(t *testing.T) {
+	t.Parallel()
+	pg := dbtest.StartPostgres(t)
+	b := setup(t, setupOpts{postgres: pg})
+	file := b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF))
+
+	// Fill the pool: requests at once each hold a connection of their own.
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hr, _ := http.NewRequest("GET", b.srv.URL+"/v1/jobs", nil)
+			hr.Header.Set("Authorization", "Bearer "+b.liveA)
+			if resp, err := b.client.Do(hr); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(pg.URL())))
+	var pooled int
+	require.NoError(t, admin.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'filemill'").Scan(&pooled))
+	admin.Close()
+	require.GreaterOrEqual(t, pooled, 2, "the pool holds connections before the restart")
+
+	pg.Stop()
+	pg.Start()
+
+	for i := range 3 * pooled {
+		r := b.do(req{method: "GET", path: "/v1/jobs", key: b.liveA})
+		require.Equal(t, 200, r.status, "request %d after the restart: %s", i+1, r.body)
+		r = b.do(req{method: "GET", path: "/v1/files/" + file, key: b.liveA})
+		require.Equal(t, 200, r.status, "request %d after the restart: %s", i+1, r.body)
+	}
+	r := b.do(req{method: "POST", path: "/v1/jobs", key: b.liveA, idem: "after-restart",
+		body: map[string]any{"file_id": file, "operation": "inspect"}})
+	require.Equal(t, 202, r.status, string(r.body))
 }

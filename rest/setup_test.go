@@ -82,6 +82,8 @@ type setupOpts struct {
 	// proxyDB puts a TCP proxy between the services and PostgreSQL (bundle.dbProxy),
 	// to take the database away.
 	proxyDB bool
+	// postgres, when set, is a PostgreSQL server of the test's own, to stop and start.
+	postgres *dbtest.Server
 }
 
 func setup(t *testing.T, opts ...setupOpts) *bundle {
@@ -91,7 +93,12 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	for _, x := range opts {
 		o = x
 	}
-	dbURL := dbtest.Postgres(t)
+	var dbURL string
+	if o.postgres != nil {
+		dbURL = o.postgres.URL()
+	} else {
+		dbURL = dbtest.Postgres(t)
+	}
 	var proxy *tcpProxy
 	if o.proxyDB {
 		proxy, dbURL = proxied(t, dbURL)

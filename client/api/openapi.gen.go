@@ -117,6 +117,7 @@ const (
 	ErrorCodePolicyViolation        ErrorCode = "policy_violation"
 	ErrorCodeProcessingUnavailable  ErrorCode = "processing_unavailable"
 	ErrorCodeRateLimited            ErrorCode = "rate_limited"
+	ErrorCodeRequestTimeout         ErrorCode = "request_timeout"
 	ErrorCodeRevokedApiKey          ErrorCode = "revoked_api_key"
 	ErrorCodeTimeout                ErrorCode = "timeout"
 	ErrorCodeUnsupportedFile        ErrorCode = "unsupported_file"
@@ -192,6 +193,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeProcessingUnavailable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRequestTimeout:
 		return true
 	case ErrorCodeRevokedApiKey:
 		return true
@@ -789,7 +792,7 @@ type DownloadUrlRequest struct {
 // Error The one shape of every non-2xx answer of /v1.
 type Error struct {
 	Error struct {
-		// Code Every code of the contract (interface.md section 7) plus `not_implemented`.
+		// Code Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
 		Code ErrorCode `json:"code"`
 
 		// Details Extras that depend on the code.
@@ -854,6 +857,13 @@ type Error404 struct {
 	} `json:"error"`
 }
 
+// Error408 Answered by the listener, before any handler, when a request body stops arriving (see **Connections**).
+type Error408 struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+}
+
 // Error409 defines model for Error409.
 type Error409 struct {
 	Error struct {
@@ -910,7 +920,7 @@ type Error504 struct {
 	} `json:"error"`
 }
 
-// ErrorCode Every code of the contract (interface.md section 7) plus `not_implemented`.
+// ErrorCode Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
 type ErrorCode string
 
 // Event defines model for Event.
@@ -1100,7 +1110,7 @@ type JobPreset string
 
 // JobError defines model for JobError.
 type JobError struct {
-	// Code Every code of the contract (interface.md section 7) plus `not_implemented`.
+	// Code Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
 	Code    ErrorCode `json:"code"`
 	Message string    `json:"message"`
 }
@@ -1520,6 +1530,9 @@ type PayloadTooLarge = Error413
 
 // PaymentRequired defines model for PaymentRequired.
 type PaymentRequired = Error402
+
+// RequestTimeout Answered by the listener, before any handler, when a request body stops arriving (see **Connections**).
+type RequestTimeout = Error408
 
 // ServiceUnavailable defines model for ServiceUnavailable.
 type ServiceUnavailable = Error503
@@ -5583,6 +5596,11 @@ type CreateBatchResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CreateBatchResponse408Headers the declared response headers of an HTTP 408 response for CreateBatch
+type CreateBatchResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CreateBatchResponse409Headers the declared response headers of an HTTP 409 response for CreateBatch
 type CreateBatchResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -5673,6 +5691,8 @@ type CreateBatchResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -5701,6 +5721,8 @@ type CreateBatchResponse struct {
 	Headers403 *CreateBatchResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateBatchResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateBatchResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateBatchResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -5747,6 +5769,11 @@ func (r CreateBatchResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateBatchResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateBatchResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -7081,6 +7108,11 @@ type CompleteFileResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CompleteFileResponse408Headers the declared response headers of an HTTP 408 response for CompleteFile
+type CompleteFileResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CompleteFileResponse409Headers the declared response headers of an HTTP 409 response for CompleteFile
 type CompleteFileResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -7169,6 +7201,8 @@ type CompleteFileResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -7195,6 +7229,8 @@ type CompleteFileResponse struct {
 	Headers403 *CompleteFileResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CompleteFileResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CompleteFileResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CompleteFileResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -7236,6 +7272,11 @@ func (r CompleteFileResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CompleteFileResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CompleteFileResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -7353,6 +7394,11 @@ type CreateDownloadUrlResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CreateDownloadUrlResponse408Headers the declared response headers of an HTTP 408 response for CreateDownloadUrl
+type CreateDownloadUrlResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CreateDownloadUrlResponse409Headers the declared response headers of an HTTP 409 response for CreateDownloadUrl
 type CreateDownloadUrlResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -7432,6 +7478,8 @@ type CreateDownloadUrlResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -7456,6 +7504,8 @@ type CreateDownloadUrlResponse struct {
 	Headers403 *CreateDownloadUrlResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateDownloadUrlResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateDownloadUrlResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateDownloadUrlResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -7495,6 +7545,11 @@ func (r CreateDownloadUrlResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateDownloadUrlResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateDownloadUrlResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -8030,6 +8085,11 @@ type CreateJobResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CreateJobResponse408Headers the declared response headers of an HTTP 408 response for CreateJob
+type CreateJobResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CreateJobResponse409Headers the declared response headers of an HTTP 409 response for CreateJob
 type CreateJobResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -8120,6 +8180,8 @@ type CreateJobResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -8148,6 +8210,8 @@ type CreateJobResponse struct {
 	Headers403 *CreateJobResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateJobResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateJobResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateJobResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -8194,6 +8258,11 @@ func (r CreateJobResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateJobResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateJobResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -8509,6 +8578,11 @@ type CancelJobResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CancelJobResponse408Headers the declared response headers of an HTTP 408 response for CancelJob
+type CancelJobResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CancelJobResponse409Headers the declared response headers of an HTTP 409 response for CancelJob
 type CancelJobResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -8587,6 +8661,8 @@ type CancelJobResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *CancelConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -8611,6 +8687,8 @@ type CancelJobResponse struct {
 	Headers403 *CancelJobResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CancelJobResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CancelJobResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CancelJobResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -8650,6 +8728,11 @@ func (r CancelJobResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CancelJobResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CancelJobResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -9084,6 +9167,11 @@ type CreateUploadResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CreateUploadResponse408Headers the declared response headers of an HTTP 408 response for CreateUpload
+type CreateUploadResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CreateUploadResponse409Headers the declared response headers of an HTTP 409 response for CreateUpload
 type CreateUploadResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -9174,6 +9262,8 @@ type CreateUploadResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -9202,6 +9292,8 @@ type CreateUploadResponse struct {
 	Headers403 *CreateUploadResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateUploadResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateUploadResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateUploadResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9248,6 +9340,11 @@ func (r CreateUploadResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateUploadResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateUploadResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -9563,6 +9660,11 @@ type AbortUploadResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// AbortUploadResponse408Headers the declared response headers of an HTTP 408 response for AbortUpload
+type AbortUploadResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // AbortUploadResponse409Headers the declared response headers of an HTTP 409 response for AbortUpload
 type AbortUploadResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -9640,6 +9742,8 @@ type AbortUploadResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -9664,6 +9768,8 @@ type AbortUploadResponse struct {
 	Headers403 *AbortUploadResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AbortUploadResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *AbortUploadResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *AbortUploadResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9698,6 +9804,11 @@ func (r AbortUploadResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r AbortUploadResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AbortUploadResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -9810,6 +9921,11 @@ type CompleteUploadPartsResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CompleteUploadPartsResponse408Headers the declared response headers of an HTTP 408 response for CompleteUploadParts
+type CompleteUploadPartsResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CompleteUploadPartsResponse409Headers the declared response headers of an HTTP 409 response for CompleteUploadParts
 type CompleteUploadPartsResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -9898,6 +10014,8 @@ type CompleteUploadPartsResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -9924,6 +10042,8 @@ type CompleteUploadPartsResponse struct {
 	Headers403 *CompleteUploadPartsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CompleteUploadPartsResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CompleteUploadPartsResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CompleteUploadPartsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9965,6 +10085,11 @@ func (r CompleteUploadPartsResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CompleteUploadPartsResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CompleteUploadPartsResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -10082,6 +10207,11 @@ type RemintUploadPartsResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// RemintUploadPartsResponse408Headers the declared response headers of an HTTP 408 response for RemintUploadParts
+type RemintUploadPartsResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // RemintUploadPartsResponse409Headers the declared response headers of an HTTP 409 response for RemintUploadParts
 type RemintUploadPartsResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -10161,6 +10291,8 @@ type RemintUploadPartsResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -10185,6 +10317,8 @@ type RemintUploadPartsResponse struct {
 	Headers403 *RemintUploadPartsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RemintUploadPartsResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *RemintUploadPartsResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RemintUploadPartsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -10224,6 +10358,11 @@ func (r RemintUploadPartsResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RemintUploadPartsResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RemintUploadPartsResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -10768,6 +10907,11 @@ type CreateWebhookEndpointResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// CreateWebhookEndpointResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -10847,6 +10991,8 @@ type CreateWebhookEndpointResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -10871,6 +11017,8 @@ type CreateWebhookEndpointResponse struct {
 	Headers403 *CreateWebhookEndpointResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateWebhookEndpointResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookEndpointResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -10910,6 +11058,11 @@ func (r CreateWebhookEndpointResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateWebhookEndpointResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -11687,6 +11840,11 @@ type RetryWebhookDeliveryResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// RetryWebhookDeliveryResponse408Headers the declared response headers of an HTTP 408 response for RetryWebhookDelivery
+type RetryWebhookDeliveryResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // RetryWebhookDeliveryResponse409Headers the declared response headers of an HTTP 409 response for RetryWebhookDelivery
 type RetryWebhookDeliveryResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -11766,6 +11924,8 @@ type RetryWebhookDeliveryResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -11790,6 +11950,8 @@ type RetryWebhookDeliveryResponse struct {
 	Headers403 *RetryWebhookDeliveryResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RetryWebhookDeliveryResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *RetryWebhookDeliveryResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RetryWebhookDeliveryResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -11829,6 +11991,11 @@ func (r RetryWebhookDeliveryResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RetryWebhookDeliveryResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RetryWebhookDeliveryResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -11941,6 +12108,11 @@ type RotateWebhookSecretResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// RotateWebhookSecretResponse408Headers the declared response headers of an HTTP 408 response for RotateWebhookSecret
+type RotateWebhookSecretResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // RotateWebhookSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookSecret
 type RotateWebhookSecretResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -12020,6 +12192,8 @@ type RotateWebhookSecretResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -12044,6 +12218,8 @@ type RotateWebhookSecretResponse struct {
 	Headers403 *RotateWebhookSecretResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RotateWebhookSecretResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *RotateWebhookSecretResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RotateWebhookSecretResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -12083,6 +12259,11 @@ func (r RotateWebhookSecretResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -12195,6 +12376,11 @@ type TestWebhookEndpointResponse404Headers struct {
 	XRequestId          RequestId
 }
 
+// TestWebhookEndpointResponse408Headers the declared response headers of an HTTP 408 response for TestWebhookEndpoint
+type TestWebhookEndpointResponse408Headers struct {
+	XRequestId RequestId
+}
+
 // TestWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for TestWebhookEndpoint
 type TestWebhookEndpointResponse409Headers struct {
 	IdempotentReplayed  *string
@@ -12274,6 +12460,8 @@ type TestWebhookEndpointResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -12298,6 +12486,8 @@ type TestWebhookEndpointResponse struct {
 	Headers403 *TestWebhookEndpointResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *TestWebhookEndpointResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *TestWebhookEndpointResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *TestWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -12337,6 +12527,11 @@ func (r TestWebhookEndpointResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r TestWebhookEndpointResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TestWebhookEndpointResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -13177,6 +13372,13 @@ func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13471,6 +13673,16 @@ func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateBatchResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateBatchResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -16582,6 +16794,13 @@ func ParseCompleteFileResponse(rsp *http.Response) (*CompleteFileResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16838,6 +17057,16 @@ func ParseCompleteFileResponse(rsp *http.Response) (*CompleteFileResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CompleteFileResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CompleteFileResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -17217,6 +17446,13 @@ func ParseCreateDownloadUrlResponse(rsp *http.Response) (*CreateDownloadUrlRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17466,6 +17702,16 @@ func ParseCreateDownloadUrlResponse(rsp *http.Response) (*CreateDownloadUrlRespo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateDownloadUrlResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateDownloadUrlResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -18741,6 +18987,13 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19035,6 +19288,16 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateJobResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateJobResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -19855,6 +20118,13 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest CancelConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20104,6 +20374,16 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CancelJobResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CancelJobResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -21099,6 +21379,13 @@ func ParseCreateUploadResponse(rsp *http.Response) (*CreateUploadResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21393,6 +21680,16 @@ func ParseCreateUploadResponse(rsp *http.Response) (*CreateUploadResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateUploadResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateUploadResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -22209,6 +22506,13 @@ func ParseAbortUploadResponse(rsp *http.Response) (*AbortUploadResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22458,6 +22762,16 @@ func ParseAbortUploadResponse(rsp *http.Response) (*AbortUploadResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers AbortUploadResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers AbortUploadResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -22799,6 +23113,13 @@ func ParseCompleteUploadPartsResponse(rsp *http.Response) (*CompleteUploadPartsR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23055,6 +23376,16 @@ func ParseCompleteUploadPartsResponse(rsp *http.Response) (*CompleteUploadPartsR
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CompleteUploadPartsResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CompleteUploadPartsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -23434,6 +23765,13 @@ func ParseRemintUploadPartsResponse(rsp *http.Response) (*RemintUploadPartsRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23683,6 +24021,16 @@ func ParseRemintUploadPartsResponse(rsp *http.Response) (*RemintUploadPartsRespo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers RemintUploadPartsResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers RemintUploadPartsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -24996,6 +25344,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25245,6 +25600,16 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookEndpointResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookEndpointResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -26980,6 +27345,13 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27229,6 +27601,16 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers RetryWebhookDeliveryResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers RetryWebhookDeliveryResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -27570,6 +27952,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27819,6 +28208,16 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers RotateWebhookSecretResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers RotateWebhookSecretResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -28160,6 +28559,13 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28409,6 +28815,16 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers TestWebhookEndpointResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers TestWebhookEndpointResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {

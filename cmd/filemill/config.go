@@ -18,6 +18,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/office"
+	"github.com/filemill/filemill/listener"
 	"github.com/filemill/filemill/storage/fetch"
 )
 
@@ -56,11 +57,19 @@ type Config struct {
 	// largest file it is sent.
 	ClamdAddress   string
 	ClamdMaxStream int64
+	// ClamdAddressSet is whether FILEMILL_CLAMD_ADDRESS was given rather than defaulted.
+	ClamdAddressSet bool
+	// ClamdStart says when a process runs a clamd of its own (auto, always, never), on
+	// the signatures in ClamdDatabaseDir ("": the system clamd's).
+	ClamdStart       string
+	ClamdDatabaseDir string
 	// WebhookConcurrency is how many delivery attempts a worker process makes at once;
 	// WebhookEndpointConcurrency how many of them may go to one endpoint.
 	WebhookConcurrency         int
 	WebhookEndpointConcurrency int
-	Domain                     domain.Config
+	// Listener is the limits of the API and storage listeners (bodies, connections).
+	Listener listener.Config
+	Domain   domain.Config
 }
 
 // The metrics listen on loopback unless told otherwise: they show every tenant's queue
@@ -85,8 +94,11 @@ type rawConfig struct {
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory                     string
 	officeSandbox                                                                                           string
 	ocrParallel, ocrDPI, ocrMaxPages                                                                        string
-	clamdAddress, clamdMaxStream                                                                            string
+	clamdAddress, clamdMaxStream, clamdStart, clamdDatabaseDir                                              string
 	eventRetention, webhookConcurrency, webhookEndpointConcurrency                                          string
+	bodyReadTimeout, bodyMinRate, maxConnsPerAddress                                                        string
+	// defaulted names the settings (by variable) that took their default.
+	defaulted map[string]bool
 }
 
 func (rc *rawConfig) settings() []setting {
@@ -123,11 +135,16 @@ func (rc *rawConfig) settings() []setting {
 		{"ocr-dpi", "FILEMILL_OCR_DPI", "300", "resolution PDF pages are rendered at for OCR", &rc.ocrDPI},
 		{"ocr-max-pages", "FILEMILL_OCR_MAX_PAGES", "500", "longest PDF OCR accepts", &rc.ocrMaxPages},
 		{"clamd-address", "FILEMILL_CLAMD_ADDRESS", "unix:/run/clamav/clamd.ctl", "clamd's socket for scan and validation.scan: unix:/path or tcp://host:port", &rc.clamdAddress},
+		{"clamd-start", "FILEMILL_CLAMD_START", "auto", "run a clamd of filemill's own: auto (serve, when FILEMILL_CLAMD_ADDRESS is not set, nothing answers there and clamd is installed), always, or never", &rc.clamdStart},
+		{"clamd-database-dir", "FILEMILL_CLAMD_DATABASE_DIR", "", "signatures of filemill's own clamd (default: the DatabaseDirectory of /etc/clamav/clamd.conf, else /var/lib/clamav)", &rc.clamdDatabaseDir},
 		{"clamd-max-stream-bytes", "FILEMILL_CLAMD_MAX_STREAM_BYTES", "26214400", "largest file sent to clamd (its StreamMaxLength); larger files fail the scan", &rc.clamdMaxStream},
 		{"sweep-interval", "FILEMILL_SWEEP_INTERVAL", "30s", "how often workers look for jobs lost in an outage or with a dead worker, and run them again", &rc.sweepInterval},
 		{"event-retention", "FILEMILL_EVENT_RETENTION", "720h", "how long events are kept (GET /v1/events, file history) before they are swept", &rc.eventRetention},
 		{"webhook-concurrency", "FILEMILL_WEBHOOK_CONCURRENCY", "64", "webhook delivery attempts one worker process makes at once", &rc.webhookConcurrency},
 		{"webhook-endpoint-concurrency", "FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", "8", "of those, how many may go to one endpoint at once, so a slow endpoint cannot hold up the others", &rc.webhookEndpointConcurrency},
+		{"body-read-timeout", "FILEMILL_BODY_READ_TIMEOUT", "1m", "longest wait for the next bytes of a request body (API and storage host), and the grace before the minimum rate applies; a body past it is answered 408 (0 disables)", &rc.bodyReadTimeout},
+		{"body-min-rate", "FILEMILL_BODY_MIN_RATE", "1024", "bytes a second a request body must average once the read timeout has passed since it began (0: only the read timeout)", &rc.bodyMinRate},
+		{"max-conns-per-address", "FILEMILL_MAX_CONNS_PER_ADDRESS", "128", "connections one client address may hold open on each listener; more are answered 429 (0: no cap; behind a proxy every client has its address)", &rc.maxConnsPerAddress},
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
 		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
@@ -153,12 +170,14 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	if v, set := os.LookupEnv("FILEMILL_METRICS_ADDR"); set && v == "" && rc.metricsAddr == "" {
 		rc.metricsAddr = metricsOff
 	}
+	rc.defaulted = map[string]bool{}
 	for _, s := range rc.settings() {
 		if *s.target == "" {
 			*s.target = os.Getenv(s.env)
 		}
 		if *s.target == "" {
 			*s.target = s.def
+			rc.defaulted[s.env] = true
 		}
 	}
 	c := &Config{Addr: rc.addr, StorageAddr: rc.storageAddr, MetricsAddr: rc.metricsAddr, DatabaseURL: rc.databaseURL, RedisURL: rc.redisURL,
@@ -298,6 +317,9 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	if err := c.loadEngineSettings(rc); err != nil {
 		return nil, err
 	}
+	if err := c.loadListenerSettings(rc); err != nil {
+		return nil, err
+	}
 	if err := c.Domain.Validate(); err != nil {
 		return nil, err
 	}
@@ -337,7 +359,13 @@ func (c *Config) loadEngineSettings(rc *rawConfig) error {
 		*d.dst = v
 	}
 	var err error
-	c.ClamdAddress = rc.clamdAddress
+	c.ClamdAddress, c.ClamdAddressSet = rc.clamdAddress, !rc.defaulted["FILEMILL_CLAMD_ADDRESS"]
+	c.ClamdStart, c.ClamdDatabaseDir = rc.clamdStart, rc.clamdDatabaseDir
+	switch c.ClamdStart {
+	case clamdStartAuto, clamdStartAlways, clamdStartNever:
+	default:
+		return fmt.Errorf("FILEMILL_CLAMD_START: %q is not auto, always or never", c.ClamdStart)
+	}
 	if c.ClamdMaxStream, err = strconv.ParseInt(rc.clamdMaxStream, 10, 64); err != nil || c.ClamdMaxStream < 1 {
 		return fmt.Errorf("FILEMILL_CLAMD_MAX_STREAM_BYTES: %q is not a positive number of bytes", rc.clamdMaxStream)
 	}
@@ -347,6 +375,25 @@ func (c *Config) loadEngineSettings(rc *rawConfig) error {
 	c.OfficeSandbox = rc.officeSandbox
 	if err := office.CheckSandboxMode(c.OfficeSandbox); err != nil {
 		return fmt.Errorf("FILEMILL_OFFICE_SANDBOX: %w", err)
+	}
+	return nil
+}
+
+// loadListenerSettings reads the limits of the API and storage listeners.
+func (c *Config) loadListenerSettings(rc *rawConfig) error {
+	c.Listener = listener.DefaultConfig()
+	var err error
+	if c.Listener.BodyReadTimeout, err = time.ParseDuration(rc.bodyReadTimeout); err != nil || c.Listener.BodyReadTimeout < 0 {
+		return fmt.Errorf("FILEMILL_BODY_READ_TIMEOUT: %q is not a duration like 1m (0 disables)", rc.bodyReadTimeout)
+	}
+	if c.Listener.MinBodyRate, err = strconv.ParseInt(rc.bodyMinRate, 10, 64); err != nil || c.Listener.MinBodyRate < 0 {
+		return fmt.Errorf("FILEMILL_BODY_MIN_RATE: %q is not a number of bytes a second (0 disables)", rc.bodyMinRate)
+	}
+	if c.Listener.MinBodyRate > 0 && c.Listener.BodyReadTimeout == 0 {
+		return errors.New("FILEMILL_BODY_MIN_RATE: needs FILEMILL_BODY_READ_TIMEOUT, the grace before it applies; set it, or set the rate to 0")
+	}
+	if c.Listener.MaxConnsPerAddress, err = strconv.Atoi(rc.maxConnsPerAddress); err != nil || c.Listener.MaxConnsPerAddress < 0 {
+		return fmt.Errorf("FILEMILL_MAX_CONNS_PER_ADDRESS: %q is not a number of connections (0: no cap)", rc.maxConnsPerAddress)
 	}
 	return nil
 }

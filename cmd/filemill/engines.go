@@ -23,9 +23,11 @@ import (
 )
 
 // newEngines starts the engines a worker runs: every family it has, or those
-// FILEMILL_ENGINES names. Engines that render or read PDFs share one PDFium pool.
-// The returned function closes them all, the shared pool last.
-func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func(), error) {
+// FILEMILL_ENGINES names; scan is scanner, which the process shares with upload
+// validation. Engines that render or read PDFs share one PDFium pool. The returned
+// function closes them all, the shared pool last; notStarted says why each family
+// this machine cannot run did not start.
+func newEngines(cfg *Config, scanner *scan.Engine, log *slog.Logger) (_ map[string]domain.Engine, closeAll func(), notStarted map[string]error, _ error) {
 	var pool *pdfium.Pool
 	sharedPDFium := func() (*pdfium.Pool, error) {
 		if pool != nil {
@@ -119,7 +121,7 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 			c.Logger = log
 			return image.New(c)
 		},
-		"scan": func() (domain.Engine, error) { return newScanner(cfg, log) },
+		"scan": func() (domain.Engine, error) { return scanner, nil },
 		"render": func() (domain.Engine, error) {
 			p, err := sharedPDFium()
 			if err != nil {
@@ -131,7 +133,8 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		},
 	}
 	out := map[string]domain.Engine{}
-	closeAll := func() {
+	notStarted = map[string]error{}
+	closeAll = func() {
 		for _, e := range out {
 			switch c := e.(type) {
 			case interface{ Close() error }:
@@ -149,7 +152,7 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 	}
 	for _, name := range cfg.Engines {
 		if all[name] == nil {
-			return nil, nil, fmt.Errorf("FILEMILL_ENGINES: no engine family %q", name)
+			return nil, nil, nil, fmt.Errorf("FILEMILL_ENGINES: no engine family %q", name)
 		}
 	}
 	for name, start := range all {
@@ -160,16 +163,17 @@ func newEngines(cfg *Config, log *slog.Logger) (map[string]domain.Engine, func()
 		if err != nil {
 			if cfg.Engines != nil {
 				closeAll()
-				return nil, nil, fmt.Errorf("engine %s: %w", name, err)
+				return nil, nil, nil, fmt.Errorf("engine %s: %w", name, err)
 			}
 			// An engine this machine cannot run leaves its operations unavailable; the
 			// others run.
 			log.Error("engine not started", "engine", name, "error", err.Error())
+			notStarted[name] = err
 			continue
 		}
 		out[name] = e
 	}
-	return out, closeAll, nil
+	return out, closeAll, notStarted, nil
 }
 
 // startPDFium starts a PDFium pool: compiled now (from the cache after the first
@@ -207,11 +211,11 @@ func engineSettings(cfg *Config) func(family string) jobs.FamilySettings {
 	}
 }
 
-// newScanner is the scan engine on the configured clamd; the API process uses it for
-// validation.scan at completion.
-func newScanner(cfg *Config, log *slog.Logger) (*scan.Engine, error) {
+// newScanner is the scan engine on the configured clamd, or on daemon, a clamd of
+// filemill's own, when set; the API process uses it for validation.scan at completion.
+func newScanner(cfg *Config, daemon *scan.Daemon, log *slog.Logger) (*scan.Engine, error) {
 	c := scan.DefaultConfig()
-	c.ClamdAddress, c.MaxStreamBytes, c.Logger = cfg.ClamdAddress, cfg.ClamdMaxStream, log
+	c.ClamdAddress, c.MaxStreamBytes, c.Logger, c.Daemon = cfg.ClamdAddress, cfg.ClamdMaxStream, log, daemon
 	e, err := scan.New(c)
 	if err != nil {
 		return nil, fmt.Errorf("FILEMILL_CLAMD_ADDRESS: %w", err)

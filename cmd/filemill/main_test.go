@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,8 +55,26 @@ func cleanEnv(extra ...string) []string {
 // proc is a running filemill process with its output captured.
 type proc struct {
 	cmd    *exec.Cmd
-	stdout *bytes.Buffer
+	stdout *lockedBuffer // read while the process writes it
 	stderr *syncBuffer
+}
+
+// lockedBuffer is a buffer a process writes while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type syncBuffer struct {
@@ -65,9 +84,15 @@ type syncBuffer struct {
 
 func start(t *testing.T, dir string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return startCommand(t, exec.Command(binary, args...), dir, env, args)
+}
+
+// startCommand starts cmd, filemill run with args (perhaps through a program that
+// execs it, keeping the process id), in dir with env.
+func startCommand(t *testing.T, cmd *exec.Cmd, dir string, env []string, args []string) *proc {
+	t.Helper()
 	cmd.Dir, cmd.Env = dir, env
-	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &syncBuffer{done: make(chan struct{})}}
+	p := &proc{cmd: cmd, stdout: &lockedBuffer{}, stderr: &syncBuffer{done: make(chan struct{})}}
 	cmd.Stdout = p.stdout
 	errPipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -258,6 +283,10 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"FILEMILL_LOG_LEVEL":                 "loud",
 		"FILEMILL_JOB_LEASE":                 "forever",
 		"FILEMILL_SWEEP_INTERVAL":            "0s",
+		"FILEMILL_BODY_READ_TIMEOUT":         "a while",
+		"FILEMILL_BODY_MIN_RATE":             "-1",
+		"FILEMILL_MAX_CONNS_PER_ADDRESS":     "many",
+		"FILEMILL_CLAMD_START":               "sometimes",
 	}
 	for name, value := range cases {
 		t.Run(name, func(t *testing.T) {

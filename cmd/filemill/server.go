@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,7 +24,9 @@ import (
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ratelimit"
+	"github.com/filemill/filemill/listener"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
@@ -54,6 +55,10 @@ type app struct {
 	engines  map[string]domain.Engine // the engine families this process runs
 	// closeEngines stops the engines' pools and processes.
 	closeEngines func()
+	// enginesNotStarted says why each engine family this machine cannot run did not
+	// start; clamd is the clamd of filemill's own, when this process runs one.
+	enginesNotStarted map[string]error
+	clamd             *scan.Daemon
 	// The event stream and webhook delivery.
 	bus      eventBus
 	webhooks *jobs.WebhookQueue
@@ -161,16 +166,19 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	if a.registry, err = catalog.Registry(); err != nil {
 		return nil, fmt.Errorf("operations: %w", err)
 	}
+	if a.clamd, err = ownClamd(ctx, cfg, roles, a.log); err != nil {
+		return nil, err
+	}
+	scanner, err := newScanner(cfg, a.clamd, a.log)
+	if err != nil {
+		return nil, err
+	}
 	if roles&roleWorker != 0 {
-		if a.engines, a.closeEngines, err = newEngines(cfg, a.log); err != nil {
+		if a.engines, a.closeEngines, a.enginesNotStarted, err = newEngines(cfg, scanner, a.log); err != nil {
 			return nil, err
 		}
 	}
 	prober := newProber(a.engines)
-	scanner, err := newScanner(cfg, a.log)
-	if err != nil {
-		return nil, err
-	}
 	// The embedded default is one process: its stream stays in it. Otherwise every
 	// process shares Redis pub/sub, so a relay in any worker reaches subscribers in any
 	// API process.
@@ -207,6 +215,9 @@ func (a *app) recordEgress(key string, n int64) {
 func (a *app) close() {
 	if a.closeEngines != nil {
 		a.closeEngines()
+	}
+	if a.clamd != nil {
+		a.clamd.Close()
 	}
 	if a.queue != nil {
 		a.queue.Close()
@@ -272,15 +283,16 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		jobs.RegisterWebhookTasks(worker, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
 			Nudges: a.bus.Nudges()}, log)
-		worker.AdvertiseEngines(a.engines)
+		checks := worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started")
+		go reportEngines(ctx, checks, a.enginesNotStarted, os.Stdout, log)
 	}
 
-	errc := make(chan error, 2)
-	var servers []*http.Server
+	errc := make(chan error, 3) // one per listener: a failure to listen is sent before anything reads
+	var servers []*listener.Server
 	if roles&roleAPI != 0 {
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
@@ -290,12 +302,18 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
 		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
-		servers = append(servers, listen(cfg.Addr, apiHandler(api, gql), "api", log, errc))
+		if s := listen(cfg, cfg.Addr, apiHandler(api, gql), "api", log, errc); s != nil {
+			servers = append(servers, s)
+		}
 		if cfg.MetricsAddr != "" {
-			servers = append(servers, listen(cfg.MetricsAddr, api.MetricsHandler(), "metrics", log, errc))
+			if s := listen(cfg, cfg.MetricsAddr, api.MetricsHandler(), "metrics", log, errc); s != nil {
+				servers = append(servers, s)
+			}
 		}
 		if a.local != nil {
-			servers = append(servers, listen(cfg.StorageAddr, a.local.Handler(), "storage", log, errc))
+			if s := listen(cfg, cfg.StorageAddr, a.local.Handler(), "storage", log, errc); s != nil {
+				servers = append(servers, s)
+			}
 		}
 	}
 
@@ -328,16 +346,20 @@ func apiHandler(api *rest.Server, gql *graph.Server) http.Handler {
 	return mux
 }
 
-func listen(addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *http.Server {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	ln, err := net.Listen("tcp", addr)
+// listen serves h on addr with the configured limits (see package listener); nil, with
+// the error sent on errc, when it cannot listen.
+func listen(cfg *Config, addr string, h http.Handler, name string, log *slog.Logger, errc chan<- error) *listener.Server {
+	lc := cfg.Listener
+	lc.Name, lc.Logger, lc.LogRepeatInterval = name, log, logRepeatInterval
+	srv, err := listener.Listen(addr, h, lc)
 	if err != nil {
 		errc <- fmt.Errorf("%s listener on %s: %w", name, addr, err)
-		return srv
+		return nil
 	}
-	log.Info("listening", "server", name, "addr", ln.Addr().String())
+	log.Info("listening", "server", name, "addr", srv.Addr().String(), "body_read_timeout", lc.BodyReadTimeout.String(),
+		"body_min_rate", lc.MinBodyRate, "max_conns_per_address", lc.MaxConnsPerAddress)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(); err != nil {
 			errc <- err
 		}
 	}()

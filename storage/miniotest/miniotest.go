@@ -24,7 +24,7 @@ import (
 )
 
 // installHint is printed when no binary is found: the tests never skip.
-const installHint = "install it with: GOBIN=/usr/local/bin GOFLAGS= go install github.com/minio/minio@latest  (or bash .ci/minio.sh), or point MINIO_BIN at it"
+const installHint = "install it with: bash .ci/minio.sh (builds the pinned version into /usr/local/bin), or point MINIO_BIN at it"
 
 type server struct {
 	endpoint, access, secret string

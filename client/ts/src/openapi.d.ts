@@ -692,10 +692,10 @@ export interface components {
         /** @enum {string} */
         SubscribableEvent: "job.succeeded" | "job.failed" | "job.cancelled" | "file.ready" | "file.rejected" | "file.deleted" | "file.expired";
         /**
-         * @description Every code of the contract (interface.md section 7) plus `not_implemented`.
+         * @description Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unsupported_file" | "file_too_large" | "corrupted_file" | "encrypted_file" | "unsupported_operation" | "missing_credentials" | "invalid_api_key" | "expired_api_key" | "revoked_api_key" | "api_key_in_query" | "payment_required" | "insufficient_scope" | "ip_not_allowed" | "operation_not_allowed" | "environment_mismatch" | "organization_suspended" | "forbidden" | "key_restricted" | "not_found" | "idempotency_conflict" | "upload_session_consumed" | "conflict" | "payload_too_large" | "malware_detected" | "policy_violation" | "validation_failed" | "output_validation_failed" | "unsupported_input" | "key_spend_limit" | "rate_limited" | "concurrency_limit" | "credits_exhausted" | "anonymous_daily_limit" | "internal_error" | "processing_unavailable" | "dependency_unavailable" | "timeout" | "not_implemented";
+        ErrorCode: "invalid_request" | "unsupported_file" | "file_too_large" | "corrupted_file" | "encrypted_file" | "unsupported_operation" | "missing_credentials" | "invalid_api_key" | "expired_api_key" | "revoked_api_key" | "api_key_in_query" | "payment_required" | "insufficient_scope" | "ip_not_allowed" | "operation_not_allowed" | "environment_mismatch" | "organization_suspended" | "forbidden" | "key_restricted" | "not_found" | "idempotency_conflict" | "upload_session_consumed" | "conflict" | "payload_too_large" | "malware_detected" | "policy_violation" | "validation_failed" | "output_validation_failed" | "unsupported_input" | "key_spend_limit" | "rate_limited" | "concurrency_limit" | "credits_exhausted" | "anonymous_daily_limit" | "internal_error" | "processing_unavailable" | "dependency_unavailable" | "timeout" | "not_implemented" | "request_timeout";
         /** @description The one shape of every non-2xx answer of /v1. */
         Error: {
             error: {
@@ -753,6 +753,13 @@ export interface components {
             error?: {
                 /** @enum {unknown} */
                 code?: "idempotency_conflict" | "upload_session_consumed" | "conflict";
+            };
+        };
+        /** @description Answered by the listener, before any handler, when a request body stops arriving (see **Connections**). */
+        Error408: components["schemas"]["Error"] & {
+            error?: {
+                /** @enum {unknown} */
+                code?: "request_timeout";
             };
         };
         Error413: components["schemas"]["Error"] & {
@@ -1353,6 +1360,16 @@ export interface components {
                 "application/json": components["schemas"]["Error409"];
             };
         };
+        /** @description The request body stopped arriving (each part within `FILEMILL_BODY_READ_TIMEOUT`, then at least `FILEMILL_BODY_MIN_RATE` bytes a second on average); answered by the listener, which then closes the connection. Nothing was done. */
+        RequestTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error408"];
+            };
+        };
         /** @description The request body (JSON bodies are limited to 1 MiB) or the declared file size exceeds the limit. */
         PayloadTooLarge: {
             headers: {
@@ -1586,6 +1603,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
@@ -1669,6 +1687,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -1720,6 +1739,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
@@ -1755,6 +1775,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -1802,6 +1823,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
@@ -1987,6 +2009,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -2078,6 +2101,7 @@ export interface operations {
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
@@ -2161,6 +2185,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             /** @description The job was already claimed (`conflict`, with `details.state`), or an `idempotency_conflict`. */
             409: {
                 headers: {
@@ -2223,6 +2248,7 @@ export interface operations {
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
@@ -2347,6 +2373,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -2452,6 +2479,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -2499,6 +2527,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -2589,6 +2618,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];

@@ -11,8 +11,11 @@
 //
 // Scan is also what upload completion calls for validation.scan. A clamd that cannot
 // be reached fails Check (the operation is then unavailable) and fails a scan with
-// dependency_unavailable: a file is never passed unscanned.
+// dependency_unavailable: a file is never passed unscanned. Where clamd is installed
+// but not running, Daemon runs one of filemill's own on the machine's signatures, and
+// says plainly why it cannot when it cannot (no signature database).
 //
-// It imports domain types and the mimetype detector only; never HTTP, queue or database
-// packages, nor other filemill packages. clamdtest starts a real clamd for tests.
+// It imports domain types, the mimetype detector and jobs/ops/runner (the process
+// group of the clamd it may run) only; never HTTP, queue or database packages.
+// clamdtest starts a real clamd for tests.
 package scan

@@ -101,6 +101,10 @@ type Config struct {
 	MaxEntryBytes   int64
 	// Logger receives clamd's own error messages, which never reach clients.
 	Logger *slog.Logger
+	// Daemon, when set, is the clamd of filemill's own this engine uses (ClamdAddress
+	// is then its socket): Check says why it does not run, and a scan waits while it
+	// starts.
+	Daemon *Daemon
 }
 
 // DefaultConfig returns the settings used when nothing is configured.
@@ -195,6 +199,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Daemon != nil {
+		cfg.ClamdAddress = cfg.Daemon.Address()
+	}
 	network, addr, err := parseClamdAddress(cfg.ClamdAddress)
 	if err != nil {
 		return nil, fmt.Errorf("scan: ClamdAddress: %v", err)
@@ -221,6 +228,11 @@ func Specs() []domain.OperationSpec {
 func (e *Engine) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if e.cfg.Daemon != nil {
+		if err := e.cfg.Daemon.Ready(ctx); err != nil {
+			return err
+		}
+	}
 	if err := e.clamd.ping(ctx); err != nil {
 		return fmt.Errorf("scan: clamd at %s: %w", e.cfg.ClamdAddress, err)
 	}
@@ -355,6 +367,11 @@ func limitMessage(limit string) string {
 
 // clamdScan has clamd scan f: by descriptor over a unix socket, else as a stream.
 func (e *Engine) clamdScan(ctx context.Context, f *os.File) ([]string, error) {
+	if e.cfg.Daemon != nil {
+		if err := e.cfg.Daemon.Ready(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %v", errClamdUnreachable, err)
+		}
+	}
 	if e.clamd.network == "unix" && !e.cfg.ClamdInstream && !e.noFildes.Load() {
 		found, err := e.clamd.fildes(ctx, f)
 		if err == nil || ctx.Err() != nil || errors.Is(err, errClamdUnreachable) || errors.As(err, new(*limitError)) {

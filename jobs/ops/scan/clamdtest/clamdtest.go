@@ -108,7 +108,7 @@ func StartWith(t testing.TB, o Options) *Clamd {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c := &Clamd{Dir: dir, Socket: filepath.Join(dir, "clamd.sock")}
 	c.Address = "unix:" + c.Socket
-	if err := c.writeDatabase(o.Signatures); err != nil {
+	if err := WriteDatabase(filepath.Join(dir, "db"), o.Signatures...); err != nil {
 		t.Fatalf("clamdtest: %v", err)
 	}
 	conf := filepath.Join(dir, "clamd.conf")
@@ -177,9 +177,11 @@ func StartWith(t testing.TB, o Options) *Clamd {
 	}
 }
 
-func (c *Clamd) writeDatabase(extra []Signature) error {
-	db := filepath.Join(c.Dir, "db")
-	if err := os.Mkdir(db, 0o700); err != nil {
+// WriteDatabase writes the test signature database (EICAR, Marker, MarkerFile's hash
+// and extra) into the directory db, creating it: for a clamd started otherwise than by
+// Start (filemill's own).
+func WriteDatabase(db string, extra ...Signature) error {
+	if err := os.MkdirAll(db, 0o700); err != nil {
 		return err
 	}
 	ndb := []string{
