@@ -26,7 +26,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ratelimit"
-	"github.com/filemill/filemill/listener"
+	"github.com/filemill/filemill/cmd/filemill/listener"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/filemill/filemill/listener"
+	"github.com/filemill/filemill/cmd/filemill/listener"
 )
 
 // serve runs h behind a listener with the limits of c on a loopback port and returns
