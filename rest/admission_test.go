@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
@@ -63,18 +64,24 @@ func admissionSetup(t *testing.T) *bundle {
 	return b
 }
 
-// requireRefused checks an answer refused what cannot run: the code, the option named,
-// and nothing created or reserved.
-func (b *bundle) requireRefused(t *testing.T, r response, status int, code, param string, before *domain.CreditAccount, jobsBefore int) map[string]any {
+// checkRefused checks an answer refused what cannot run: the code, the option named,
+// and nothing created or reserved. It goes on after a failure, so that every case of a
+// test shows its own; the error it returns is empty when there was none.
+func (b *bundle) checkRefused(t *testing.T, r response, status int, code, param string, before *domain.CreditAccount, jobsBefore int) map[string]any {
 	t.Helper()
-	require.Equal(t, status, r.status, string(r.body))
-	e := r.json(t)["error"].(map[string]any)
-	require.Equal(t, code, e["code"], "%v", e)
-	require.Equal(t, param, e["param"], "%v", e)
+	e, _ := r.json(t)["error"].(map[string]any)
+	if !assert.Equal(t, status, r.status, string(r.body)) || e == nil {
+		return map[string]any{"details": map[string]any{}}
+	}
+	assert.Equal(t, code, e["code"], "%v", e)
+	assert.Equal(t, param, e["param"], "%v", e)
 	after := b.account(b.orgA.Organization.ID)
-	require.Equal(t, before.Balance, after.Balance, "nothing reserved")
-	require.Equal(t, before.Reserved, after.Reserved, "nothing reserved")
-	require.Len(t, b.do(req{method: "GET", path: "/v1/jobs?limit=100", key: b.liveA}).json(t)["data"], jobsBefore, "no job created")
+	assert.Equal(t, before.Balance, after.Balance, "nothing reserved")
+	assert.Equal(t, before.Reserved, after.Reserved, "nothing reserved")
+	assert.Len(t, b.do(req{method: "GET", path: "/v1/jobs?limit=100", key: b.liveA}).json(t)["data"], jobsBefore, "no job created")
+	if e["details"] == nil {
+		e["details"] = map[string]any{}
+	}
 	return e
 }
 
@@ -83,68 +90,73 @@ func TestAdmissionRefusesWhatCannotRun(t *testing.T) {
 	b := admissionSetup(t)
 	three := b.readyFile(b.liveA, "three.pdf", pdftest.TextPages("one", "two", "three"))
 	before := b.account(b.orgA.Organization.ID)
-	refused := func(t *testing.T, body map[string]any, status int, code, param string) map[string]any {
+	// Cases run in order on one server (real engines are costly to start); the bundle's
+	// helpers fail the test itself, so they are not subtests.
+	refused := func(body map[string]any, status int, code, param string) map[string]any {
 		t.Helper()
-		return b.requireRefused(t, b.createJob(b.liveA, body), status, code, param, before, 0)
+		return b.checkRefused(t, b.createJob(b.liveA, body), status, code, param, before, 0)
 	}
 
-	t.Run("PagePastTheEnd", func(t *testing.T) {
-		e := refused(t, map[string]any{"file_id": three, "operation": "pdf.pages", "options": map[string]any{"pages": "7"}},
-			422, domain.CodeValidationFailed, "options.pages")
-		require.Contains(t, e["message"], "3 pages")
-		require.NotEmpty(t, e["details"].(map[string]any)["findings"], "the reason is a finding")
-	})
-	t.Run("SplitRangePastTheEnd", func(t *testing.T) {
-		refused(t, map[string]any{"file_id": three, "operation": "pdf.split", "options": map[string]any{"ranges": []string{"1-2", "4-"}}},
-			422, domain.CodeValidationFailed, "options.ranges[1]")
-	})
-	t.Run("RenderPagePastTheEnd", func(t *testing.T) {
-		refused(t, map[string]any{"file_id": three, "operation": "pdf.render", "options": map[string]any{"pages": "2,9"}},
-			422, domain.CodeValidationFailed, "options.pages")
-	})
-	t.Run("LanguageNoWorkerHas", func(t *testing.T) {
-		e := refused(t, map[string]any{"file_id": three, "operation": "ocr", "options": map[string]any{"languages": []string{"eng", "xyz"}}},
-			422, domain.CodeValidationFailed, "options.languages[1]")
-		require.Contains(t, e["message"], `"xyz"`)
-		require.Contains(t, e["message"], "eng", "it says which languages there are")
-	})
-	t.Run("MoreArtifactsThanAJobHolds", func(t *testing.T) {
-		long := b.readyFile(b.liveA, "long.pdf", pagesPDF(1001))
-		refused(t, map[string]any{"file_id": long, "operation": "pdf.split", "options": map[string]any{"every": 1}},
-			422, domain.CodeValidationFailed, "options.every")
-		refused(t, map[string]any{"file_id": long, "operation": "pdf.render"}, 422, domain.CodeValidationFailed, "options.pages")
-	})
-	t.Run("LongerThanTheEngineReads", func(t *testing.T) {
-		longer := b.readyFile(b.liveA, "longer.pdf", pagesPDF(2001))
-		e := b.requireRefused(t, b.createJob(b.liveA, map[string]any{"file_id": longer, "preset": "ai-ready"}),
-			422, domain.CodeUnsupportedInput, "file_id", before, 0)
-		require.EqualValues(t, 2000, e["details"].(map[string]any)["max_pages"])
-	})
+	// A page the document does not have.
+	e := refused(map[string]any{"file_id": three, "operation": "pdf.pages", "options": map[string]any{"pages": "7"}},
+		422, domain.CodeValidationFailed, "options.pages")
+	assert.Contains(t, e["message"], "3 pages")
+	assert.NotEmpty(t, e["details"].(map[string]any)["findings"], "the reason is a finding")
+
+	// A part past the end.
+	refused(map[string]any{"file_id": three, "operation": "pdf.split", "options": map[string]any{"ranges": []string{"1-2", "4-"}}},
+		422, domain.CodeValidationFailed, "options.ranges[1]")
+
+	// A page to render past the end.
+	refused(map[string]any{"file_id": three, "operation": "pdf.render", "options": map[string]any{"pages": "2,9"}},
+		422, domain.CodeValidationFailed, "options.pages")
+
+	// A language no OCR worker has.
+	e = refused(map[string]any{"file_id": three, "operation": "ocr", "options": map[string]any{"languages": []string{"eng", "xyz"}}},
+		422, domain.CodeValidationFailed, "options.languages[1]")
+	assert.Contains(t, e["message"], `"xyz"`)
+	assert.Contains(t, e["message"], "eng", "it says which languages there are")
+
+	// More documents than a job may hold.
+	long := b.readyFile(b.liveA, "long.pdf", pagesPDF(1001))
+	refused(map[string]any{"file_id": long, "operation": "pdf.split", "options": map[string]any{"every": 1}},
+		422, domain.CodeValidationFailed, "options.every")
+	refused(map[string]any{"file_id": long, "operation": "pdf.render"}, 422, domain.CodeValidationFailed, "options.pages")
+
+	// Longer than the engine reads.
+	longer := b.readyFile(b.liveA, "longer.pdf", pagesPDF(2001))
+	e = b.checkRefused(t, b.createJob(b.liveA, map[string]any{"file_id": longer, "preset": "ai-ready"}),
+		422, domain.CodeUnsupportedInput, "file_id", before, 0)
+	assert.EqualValues(t, 2000, e["details"].(map[string]any)["max_pages"])
 }
 
-// requirePriced checks a succeeded job was charged what it reserved, and that its
-// pricing shows how: one line per step that ran.
-func requirePriced(t *testing.T, j map[string]any, credits int, lines ...string) {
+// checkPriced checks a succeeded job was charged what it reserved, and that its
+// pricing shows how: one line per step that ran. It goes on after a failure, as
+// checkRefused does.
+func checkPriced(t *testing.T, j map[string]any, credits int, lines ...string) {
 	t.Helper()
-	require.Equal(t, "succeeded", j["state"], "%v", j["error"])
-	require.EqualValues(t, credits, j["credits_reserved"])
-	require.EqualValues(t, credits, j["credits_charged"], "the charge agrees with the reservation")
+	assert.Equal(t, "succeeded", j["state"], "%v", j["error"])
+	assert.EqualValues(t, credits, j["credits_reserved"])
+	assert.EqualValues(t, credits, j["credits_charged"], "the charge agrees with the reservation")
 	p, ok := j["pricing"].(map[string]any)
-	require.True(t, ok, "the job shows how it was priced: %v", j["pricing"])
-	require.EqualValues(t, credits, p["credits"])
+	if !assert.True(t, ok, "the job shows how it was priced: %v", j["pricing"]) {
+		return
+	}
+	assert.EqualValues(t, credits, p["credits"])
 	var got []string
 	for _, l := range p["lines"].([]any) {
 		l := l.(map[string]any)
 		price := l["price"].(map[string]any)
 		got = append(got, fmt.Sprintf("%s %v×%v/%v=%v", l["operation"], l["units"], price["credits"], price["per"], l["credits"]))
 	}
-	require.Equal(t, lines, got)
+	assert.Equal(t, lines, got)
 }
 
 func TestPricesAgree(t *testing.T) {
 	t.Parallel()
 	b := admissionSetup(t)
 	three := b.readyFile(b.liveA, "three.pdf", pdftest.TextPages("alpha bravo charlie", "delta echo foxtrot", "golf hotel india"))
+	// Cases run in order on one server, as above.
 	run := func(body map[string]any) map[string]any {
 		t.Helper()
 		r := b.createJob(b.liveA, body)
@@ -152,39 +164,40 @@ func TestPricesAgree(t *testing.T) {
 		return b.waitJob(b.liveA, r.json(t)["id"].(string))
 	}
 
-	t.Run("RenderOfOnePage", func(t *testing.T) {
-		j := run(map[string]any{"file_id": three, "operation": "pdf.render", "options": map[string]any{"pages": "2"}})
-		requirePriced(t, j, 1, "pdf.render 1×1/page=1")
-		require.EqualValues(t, 1, j["artifact_count"])
-	})
-	t.Run("SplitByParts", func(t *testing.T) {
-		j := run(map[string]any{"file_id": three, "operation": "pdf.split", "options": map[string]any{"every": 1}})
-		requirePriced(t, j, 3, "pdf.split 3×1/output=3")
-		names := map[string]bool{}
-		for _, a := range j["artifacts"].([]any) {
-			names[a.(map[string]any)["name"].(string)] = true
-		}
-		require.Len(t, names, 3, "each part has a name of its own")
-	})
-	t.Run("AIReadyOnAPDF", func(t *testing.T) {
-		j := run(map[string]any{"file_id": three, "preset": "ai-ready"})
-		requirePriced(t, j, 3, "ai.extract 3×1/page=3")
-		require.Equal(t, "ai.extract: 1 credit per page read", j["pricing"].(map[string]any)["rule"])
-	})
-	t.Run("AIReadyOnAnImage", func(t *testing.T) {
-		page := ocrtest.Page(t, []string{"The harbour opened in spring", "Ships came from the south"})
-		var buf bytes.Buffer
-		require.NoError(t, jpeg.Encode(&buf, page, &jpeg.Options{Quality: 95}))
-		require.Greater(t, buf.Len(), 64<<10, "larger than a page of the size estimate")
-		img := b.readyFile(b.liveA, "scan.jpg", buf.Bytes())
-		j := run(map[string]any{"file_id": img, "preset": "ai-ready"})
-		requirePriced(t, j, 3, "ocr 1×2/page=2", "ai.extract 1×1/page=1")
-	})
-	t.Run("AIReadyOnADocument", func(t *testing.T) {
-		doc := b.readyFile(b.liveA, "note.docx", officetest.DOCX(t, [][]string{{"The harbour opened in spring"}}))
-		j := run(map[string]any{"file_id": doc, "preset": "ai-ready"})
-		requirePriced(t, j, 6, "convert 1×5/file=5", "ai.extract 1×1/page=1")
-	})
+	// One page rendered is one page priced.
+	j := run(map[string]any{"file_id": three, "operation": "pdf.render", "options": map[string]any{"pages": "2"}})
+	checkPriced(t, j, 1, "pdf.render 1×1/page=1")
+	assert.EqualValues(t, 1, j["artifact_count"])
+
+	// A split is priced per part, each with a name of its own.
+	j = run(map[string]any{"file_id": three, "operation": "pdf.split", "options": map[string]any{"every": 1}})
+	checkPriced(t, j, 3, "pdf.split 3×1/output=3")
+	names := map[string]bool{}
+	for _, a := range j["artifacts"].([]any) {
+		names[a.(map[string]any)["name"].(string)] = true
+	}
+	assert.Len(t, names, 3, "each part has a name of its own")
+
+	// ai-ready on a PDF: the extraction alone, per page.
+	j = run(map[string]any{"file_id": three, "preset": "ai-ready"})
+	checkPriced(t, j, 3, "ai.extract 3×1/page=3")
+	if p, ok := j["pricing"].(map[string]any); assert.True(t, ok) {
+		assert.Equal(t, "ai.extract: 1 credit per page read", p["rule"])
+	}
+
+	// ai-ready on an image: one page, recognised then read.
+	page := ocrtest.Page(t, []string{"The harbour opened in spring", "Ships came from the south"})
+	var buf bytes.Buffer
+	require.NoError(t, jpeg.Encode(&buf, page, &jpeg.Options{Quality: 95}))
+	require.Greater(t, buf.Len(), 64<<10, "larger than a page of the size estimate")
+	img := b.readyFile(b.liveA, "scan.jpg", buf.Bytes())
+	j = run(map[string]any{"file_id": img, "preset": "ai-ready"})
+	checkPriced(t, j, 3, "ocr 1×2/page=2", "ai.extract 1×1/page=1")
+
+	// ai-ready on an office document: converted, then read.
+	doc := b.readyFile(b.liveA, "note.docx", officetest.DOCX(t, [][]string{{"The harbour opened in spring"}}))
+	j = run(map[string]any{"file_id": doc, "preset": "ai-ready"})
+	checkPriced(t, j, 6, "convert 1×5/file=5", "ai.extract 1×1/page=1")
 
 	// The catalogue states each rule, and a preset the price of each step with the
 	// formats it runs for.
@@ -192,16 +205,16 @@ func TestPricesAgree(t *testing.T) {
 	for _, o := range b.do(req{method: "GET", path: "/v1/operations", key: b.liveA}).json(t)["data"].([]any) {
 		ops[o.(map[string]any)["name"].(string)] = o.(map[string]any)
 	}
-	require.Equal(t, map[string]any{"credits": 1.0, "per": "output"}, ops["pdf.split"]["price"])
-	require.Equal(t, "1 credit per document made", ops["pdf.split"]["price_rule"])
-	require.Equal(t, "1 credit per page read", ops["pdf.render"]["price_rule"])
+	assert.Equal(t, map[string]any{"credits": 1.0, "per": "output"}, ops["pdf.split"]["price"])
+	assert.Equal(t, "1 credit per document made", ops["pdf.split"]["price_rule"])
+	assert.Equal(t, "1 credit per page read", ops["pdf.render"]["price_rule"])
 	ai := ops["ai-ready"]
-	require.Nil(t, ai["price"], "a preset costs the steps that run for the file")
+	assert.Nil(t, ai["price"], "a preset costs the steps that run for the file")
 	for _, want := range []string{"convert: 5 credits per file (for ", "ocr: 2 credits per page read (for ", "ai.extract: 1 credit per page read"} {
-		require.Contains(t, ai["price_rule"], want)
+		assert.Contains(t, ai["price_rule"], want)
 	}
 	for _, st := range ai["steps"].([]any) {
-		require.NotNil(t, st.(map[string]any)["price"])
+		assert.NotNil(t, st.(map[string]any)["price"])
 	}
 }
 
