@@ -188,7 +188,8 @@ func (op *Operation) plan(r planRequest) (*Pricing, error) {
 		}
 		if !st.Intermediate {
 			kept += w.Outputs
-			if r.maxArtifacts > 0 && kept > r.maxArtifacts {
+			// An estimate refuses nothing: a job that makes too many fails as it makes them.
+			if r.maxArtifacts > 0 && kept > r.maxArtifacts && in.Counted {
 				return nil, OptionRefused("options", "this job would make %d documents; a job holds at most %d", kept, r.maxArtifacts)
 			}
 		}
