@@ -14,15 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
-	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
-	"github.com/filemill/filemill/jobs/ops/pdfium"
 	"github.com/filemill/filemill/jobs/ops/render"
 )
 
@@ -32,13 +29,7 @@ import (
 
 func admissionSetup(t *testing.T) *bundle {
 	t.Helper()
-	pc := pdfium.DefaultConfig()
-	pc.Instances = 1
-	pool, err := pdfium.New(pc)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pool.Close() })
-	pdfEngine, err := pdf.New(pdf.DefaultConfig())
-	require.NoError(t, err)
+	engines, pool := documentEngines(t)
 	rc := render.DefaultConfig()
 	rc.Pool = pool
 	renderEngine, err := render.New(rc)
@@ -48,17 +39,8 @@ func admissionSetup(t *testing.T) *bundle {
 	ocrEngine, err := ocr.New(occ)
 	require.NoError(t, err)
 	t.Cleanup(ocrEngine.Close)
-	ac := aiready.DefaultConfig()
-	ac.Pool = pool
-	aiEngine, err := aiready.New(ac)
-	require.NoError(t, err)
-	oc := office.DefaultConfig()
-	oc.Instances = 1
-	officeEngine, err := office.New(oc)
-	require.NoError(t, err)
-	t.Cleanup(officeEngine.Close)
-	b := setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"pdf": pdfEngine, "render": renderEngine,
-		"ocr": ocrEngine, "ai": aiEngine, "office": officeEngine}})
+	engines["render"], engines["ocr"] = renderEngine, ocrEngine
+	b := setup(t, setupOpts{worker: true, engines: engines})
 	_, err = b.svc.Credits.Grant(context.Background(), b.orgA.Organization.ID, domain.EnvLive, 10000, "test")
 	require.NoError(t, err)
 	return b
