@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -145,12 +146,32 @@ func (s *Store) FindArtifactsByFiles(ctx context.Context, fileIDs []string) ([]*
 	})
 }
 
-// FindArtifactsByJobs returns the artifacts of these jobs in creation order.
-func (s *Store) FindArtifactsByJobs(ctx context.Context, jobIDs []string) ([]*domain.Artifact, error) {
+// FindArtifactsByJobs returns the first perJob artifacts of each of these jobs (all
+// of them when perJob is 0), in creation order.
+func (s *Store) FindArtifactsByJobs(ctx context.Context, jobIDs []string, perJob int) ([]*domain.Artifact, error) {
 	if len(jobIDs) == 0 {
 		return nil, nil
 	}
 	return findAll[domain.Artifact](ctx, s.r(), "artifacts of jobs", func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("job_id IN (?)", bun.In(jobIDs)).Order("id")
+		if perJob <= 0 {
+			return q.Where("job_id IN (?)", bun.In(jobIDs)).Order("id")
+		}
+		// Ranked within each job along ix_artifacts_job_id_id, so a job of many artifacts
+		// costs its first few rows, not all of them.
+		ranked := s.r().NewSelect().Model((*domain.Artifact)(nil)).ColumnExpr("*").
+			ColumnExpr("row_number() OVER (PARTITION BY job_id ORDER BY id) AS preview_rank").
+			Where("job_id IN (?)", bun.In(jobIDs))
+		return q.ModelTableExpr("(?) AS artifact", ranked).Where("preview_rank <= ?", perJob).Order("id")
+	})
+}
+
+// FindArtifacts returns one page of a job's artifacts in creation order (the order the
+// job made them: parts, pages), after f.StartingAfter, and whether more follow.
+func (s *Store) FindArtifacts(ctx context.Context, f domain.ArtifactFilter) ([]*domain.Artifact, bool, error) {
+	if f.OrganizationID == "" {
+		return nil, false, errors.New("db: list without an organization scope")
+	}
+	return findPageOldestFirst[domain.Artifact](ctx, s.r(), "artifacts of job "+f.JobID, f.Page, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("job_id = ?", f.JobID).Where("organization_id = ?", f.OrganizationID)
 	})
 }

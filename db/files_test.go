@@ -310,11 +310,30 @@ func TestReadsOfMany(t *testing.T) {
 		byFiles, err := s.FindArtifactsByFiles(ctx, []string{f1.ID, f3.ID})
 		require.NoError(t, err)
 		require.Equal(t, []string{a1.ID, a2.ID, a3.ID}, ids(byFiles, artifactID))
-		byJobs, err := s.FindArtifactsByJobs(ctx, []string{j2, "job_none"})
+		byJobs, err := s.FindArtifactsByJobs(ctx, []string{j2, "job_none"}, 0)
 		require.NoError(t, err)
 		require.Equal(t, []*domain.Artifact{a2, a3}, byJobs)
-		empty, err := s.FindArtifactsByJobs(ctx, nil)
+		empty, err := s.FindArtifactsByJobs(ctx, nil, 0)
 		require.NoError(t, err)
 		require.Empty(t, empty)
+
+		// The first few of each job: a preview costs its rows, not the job's.
+		a4, a5 := mk(f1.ID, j1), mk(f1.ID, j1)
+		first, err := s.FindArtifactsByJobs(ctx, []string{j1, j2}, 2)
+		require.NoError(t, err)
+		require.Equal(t, []*domain.Artifact{a1, a2, a3, a4}, first)
+
+		// A job's artifacts a page at a time, oldest first, within the organization.
+		page, more, err := s.FindArtifacts(ctx, domain.ArtifactFilter{OrganizationID: tn.org.ID, JobID: j1, Page: domain.Page{Limit: 2}})
+		require.NoError(t, err)
+		require.True(t, more)
+		require.Equal(t, []*domain.Artifact{a1, a4}, page)
+		page, more, err = s.FindArtifacts(ctx, domain.ArtifactFilter{OrganizationID: tn.org.ID, JobID: j1, Page: domain.Page{Limit: 2, StartingAfter: a4.ID}})
+		require.NoError(t, err)
+		require.False(t, more)
+		require.Equal(t, []*domain.Artifact{a5}, page)
+		page, _, err = s.FindArtifacts(ctx, domain.ArtifactFilter{OrganizationID: tn.other.ID, JobID: j1, Page: domain.Page{Limit: 2}})
+		require.NoError(t, err)
+		require.Empty(t, page, "another organization's job has none")
 	})
 }

@@ -25,8 +25,8 @@ func (s *Store) FindJobByID(ctx context.Context, id string) (*domain.Job, error)
 	})
 }
 
-// FindJobs returns one page of the scope's jobs, newest first, optionally of one state
-// or batch, and whether more follow.
+// FindJobs returns one page of the scope's jobs, newest first, optionally of one state,
+// batch or file, and whether more follow.
 func (s *Store) FindJobs(ctx context.Context, f domain.JobFilter) ([]*domain.Job, bool, error) {
 	filter, err := scoped(f.Scope, f.Environment, func(q *bun.SelectQuery) *bun.SelectQuery {
 		if f.State != "" {
@@ -34,6 +34,9 @@ func (s *Store) FindJobs(ctx context.Context, f domain.JobFilter) ([]*domain.Job
 		}
 		if f.BatchID != "" {
 			q = q.Where("batch_id = ?", f.BatchID)
+		}
+		if f.FileID != "" {
+			q = q.Where("file_id = ?", f.FileID)
 		}
 		return q
 	})

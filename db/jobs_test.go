@@ -82,9 +82,12 @@ func TestJobs(t *testing.T) {
 			require.Equal(t, acct.ID, id)
 			j := newJob(tn.prj, domain.EnvLive)
 			j.State, j.Attempts, j.CreditsReserved = domain.JobRunning, 1, 5
+			j.Pricing = &domain.Pricing{Rule: "t: 1 credit per page read", Pages: 5, Credits: 5,
+				Lines: []domain.PricingLine{{Step: "t", Operation: "t", Price: domain.Price{Credits: 1, Per: domain.PerPage}, Units: 5, Credits: 5}}}
 			require.NoError(t, s.CreateJob(ctx, j))
 			done := *j
 			done.State, done.CreditsCharged, done.Progress, done.FinishedAt = domain.JobSucceeded, 2, 100, ptr(now())
+			done.ArtifactCount = 1
 			art := &domain.Artifact{ID: domain.NewID(domain.PrefixArtifact), OrganizationID: tn.org.ID, FileID: j.FileID, JobID: j.ID,
 				Name: "a.json", MIMEType: "application/json", ByteSize: 3, SHA256: "x", StorageKey: "k", CreatedAt: now()}
 			ev, err := domain.NewEvent(domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, done.View(), now())
@@ -110,6 +113,10 @@ func TestJobs(t *testing.T) {
 			arts, err = s.FindArtifactsByJob(ctx, j.ID)
 			require.NoError(t, err)
 			require.Equal(t, []string{art.ID}, ids(arts, artifactID))
+			got, err = s.FindJobByID(ctx, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, 1, got.ArtifactCount, "the count is written with the artifacts")
+			require.Equal(t, j.Pricing, got.Pricing, "the pricing is kept as admitted")
 			evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID)
 			require.NoError(t, err)
 			require.Equal(t, []string{ev.ID}, ids(evs, eventID))

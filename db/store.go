@@ -364,16 +364,29 @@ func findAll[T any](ctx context.Context, idb bun.IDB, what string, build func(*b
 // creation order, and the cursor is the last id of the previous page. It fetches one row
 // more than the page to learn whether another page follows.
 func findPage[T any](ctx context.Context, idb bun.IDB, what string, p domain.Page, filter func(*bun.SelectQuery) *bun.SelectQuery) ([]*T, bool, error) {
+	return findPageInOrder[T](ctx, idb, what, p, true, filter)
+}
+
+// findPageOldestFirst is findPage for a list in creation order (a job's artifacts).
+func findPageOldestFirst[T any](ctx context.Context, idb bun.IDB, what string, p domain.Page, filter func(*bun.SelectQuery) *bun.SelectQuery) ([]*T, bool, error) {
+	return findPageInOrder[T](ctx, idb, what, p, false, filter)
+}
+
+func findPageInOrder[T any](ctx context.Context, idb bun.IDB, what string, p domain.Page, newestFirst bool, filter func(*bun.SelectQuery) *bun.SelectQuery) ([]*T, bool, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = domain.DefaultPageSize
 	}
+	after, order := "id > ?", "id"
+	if newestFirst {
+		after, order = "id < ?", "id DESC"
+	}
 	rows, err := findAll[T](ctx, idb, what, func(q *bun.SelectQuery) *bun.SelectQuery {
 		q = filter(q)
 		if p.StartingAfter != "" {
-			q = q.Where("id < ?", p.StartingAfter)
+			q = q.Where(after, p.StartingAfter)
 		}
-		return q.Order("id DESC").Limit(int64(limit) + 1)
+		return q.Order(order).Limit(int64(limit) + 1)
 	})
 	if err != nil {
 		return nil, false, err

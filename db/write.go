@@ -111,7 +111,7 @@ func (s *Store) writeAtOnceQuietly(ctx context.Context, w atomicWrite) error {
 	var args []any
 	if t := w.transition; t != nil {
 		j := t.job
-		args = append(args, j.State, j.Progress, j.Attempts, j.CreditsCharged, j.ErrorCode, j.ErrorMessage,
+		args = append(args, j.State, j.Progress, j.Attempts, j.CreditsCharged, j.ArtifactCount, j.ErrorCode, j.ErrorMessage,
 			nullTime(j.StartedAt), nullTime(j.FinishedAt), nullTime(j.LeaseExpiresAt), j.ID, t.fromState, t.fromAttempts)
 	}
 	want := 0
@@ -199,7 +199,7 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 	onlyIfMoved := ""
 	if w.transition != nil {
 		ctes = append(ctes, `transitioned AS (UPDATE jobs SET state = ?, progress = ?, attempts = ?, credits_charged = ?,
-	error_code = ?, error_message = ?, started_at = ?, finished_at = ?, lease_expires_at = ?
+	artifact_count = ?, error_code = ?, error_message = ?, started_at = ?, finished_at = ?, lease_expires_at = ?
 	WHERE id = ? AND state = ? AND attempts = ? RETURNING 1)`)
 		// Everything else is written only when the job moved: it reads transitioned, so it
 		// also runs after it.
@@ -254,7 +254,7 @@ func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 			j := t.job
 			n, err := affected(tx.NewUpdate().Model((*domain.Job)(nil)).
 				Set("state = ?", j.State).Set("progress = ?", j.Progress).Set("attempts = ?", j.Attempts).
-				Set("credits_charged = ?", j.CreditsCharged).Set("error_code = ?", j.ErrorCode).
+				Set("credits_charged = ?", j.CreditsCharged).Set("artifact_count = ?", j.ArtifactCount).Set("error_code = ?", j.ErrorCode).
 				Set("error_message = ?", j.ErrorMessage).Set("started_at = ?", j.StartedAt).Set("finished_at = ?", j.FinishedAt).
 				Set("lease_expires_at = ?", j.LeaseExpiresAt).
 				Where("id = ?", j.ID).Where("state = ?", t.fromState).Where("attempts = ?", t.fromAttempts).Exec(ctx))

@@ -41,7 +41,7 @@ func (s *Jobs) authorizeBatch(ctx context.Context, p *Principal, req BatchReques
 	seen := map[string]int{}
 	for i, id := range req.FileIDs {
 		if !ValidID(PrefixFile, id) {
-			return nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file_ids[%d] must be a file_ id", i)
+			return nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file_ids[%d] must be a file id (file_ followed by 26 characters)", i)
 		}
 		if j, dup := seen[id]; dup {
 			return nil, InvalidParam(fmt.Sprintf("file_ids[%d]", i), "file %s is listed twice (also at %d)", id, j)

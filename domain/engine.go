@@ -13,6 +13,36 @@ type Engine interface {
 	Run(ctx context.Context, in EngineInput) (*EngineOutput, error)
 }
 
+// LanguageEngine is an engine whose runs need language data installed where it runs
+// (OCR): workers announce the languages they have, and admission checks them.
+type LanguageEngine interface {
+	Languages() ([]string, error)
+}
+
+// PageLimitedEngine is an engine that reads documents of at most MaxPages pages:
+// workers announce it, and admission refuses longer documents.
+type PageLimitedEngine interface {
+	MaxPages() int
+}
+
+// DescribeEngine is what a worker announces of an engine beyond its version: the
+// languages it has and the longest document it reads, when it tells them.
+func DescribeEngine(e Engine) EngineInfo {
+	var info EngineInfo
+	if le, ok := e.(LanguageEngine); ok {
+		if langs, err := le.Languages(); err == nil {
+			info.Languages = langs
+			if info.Languages == nil {
+				info.Languages = []string{}
+			}
+		}
+	}
+	if pe, ok := e.(PageLimitedEngine); ok {
+		info.MaxPages = pe.MaxPages()
+	}
+	return info
+}
+
 // EngineInput is one run's input. The caller owns Path and WorkDir and removes them.
 type EngineInput struct {
 	Operation string          // the operation or the preset step being run
@@ -84,6 +114,9 @@ type OperationSpec struct {
 	Options      any
 	InputFormats []string // extensions, MIME types or families ("image/*"); "*" takes anything
 	Price        Price
+	// Plan tells, before a job runs, what a run will read and make, and refuses options
+	// its input cannot satisfy; nil: it reads its whole input and makes a few documents.
+	Plan PlanFunc
 	// FileIDsOption names the option that lists further input files (pdf.merge:
 	// "file_ids"); "" when the operation takes one file.
 	FileIDsOption string

@@ -223,7 +223,8 @@ func judge(u *Upload, f *File, m *measurement, maxFileSize int64) []Finding {
 		out = append(out, Finding{Code: CodeFileTooLarge, Message: fmt.Sprintf("the file has %d bytes; the limit is %d", m.size, maxFileSize)})
 	}
 	if u.ByteSize > 0 && m.size != u.ByteSize {
-		out = append(out, Finding{Code: "size_mismatch", Message: fmt.Sprintf("%d bytes were declared, %d arrived", u.ByteSize, m.size)})
+		out = append(out, Finding{Code: "size_mismatch", Message: fmt.Sprintf("the upload declared %s; %s arrived",
+			plural(u.ByteSize, "byte", "bytes"), plural(m.size, "byte", "bytes"))})
 	}
 	if f.DeclaredMIMEType != "" && !declaredMatches(f.DeclaredMIMEType, m.format) {
 		out = append(out, Finding{Code: "mime_type_mismatch", Message: fmt.Sprintf("declared %s but the bytes are %s", f.DeclaredMIMEType, m.format.MIMEType)})
@@ -366,6 +367,26 @@ func (s *Files) inspectLocally(ctx context.Context, u *Upload, f *File, m *measu
 	return findings, nil
 }
 
+// scannerCheckTimeout bounds the question put to the scanner when a session asking for
+// a scan is created: a scanner that does not answer in it is not there.
+const scannerCheckTimeout = 3 * time.Second
+
+// checkScanner refuses a policy asking for a scan while no scanner answers: on a
+// deployment without one, or while it is down. Codes: processing_unavailable.
+func (s *Files) checkScanner(ctx context.Context) error {
+	if s.Scanner == nil {
+		return &Error{Code: CodeProcessingUnavailable, Param: "validation.scan", RetryAfter: 30,
+			Message: "malware scanning is not available on this deployment"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, scannerCheckTimeout)
+	defer cancel()
+	if err := s.Scanner.Check(ctx); err != nil {
+		return &Error{Code: CodeProcessingUnavailable, Param: "validation.scan", RetryAfter: 30, Cause: err,
+			Message: "the malware scanner does not answer now, so a file cannot be scanned; try again shortly, or upload without validation.scan"}
+	}
+	return nil
+}
+
 // copyLocal copies a stored object to path.
 func (s *Files) copyLocal(ctx context.Context, key, path string) error {
 	rc, err := s.Blobs.Get(ctx, key)
@@ -491,7 +512,7 @@ func (s *Files) MintDownloadURL(ctx context.Context, p *Principal, fileID, artif
 		return nil, InvalidParam("expires_in", "expires_in must be between %d and %d seconds", MinDownloadTTL, MaxDownloadTTL)
 	}
 	if artifactID != "" && !ValidID(PrefixArtifact, artifactID) {
-		return nil, InvalidParam("artifact_id", "artifact_id must be an art_ id")
+		return nil, InvalidParam("artifact_id", "artifact_id must be an artifact id (art_ followed by 26 characters)")
 	}
 	f, err := s.findFile(ctx, p, fileID)
 	if err != nil {
@@ -503,7 +524,7 @@ func (s *Files) MintDownloadURL(ctx context.Context, p *Principal, fileID, artif
 		return nil, &Error{Code: CodeConflict, Message: "the file was rejected by its validation policy and is quarantined: it cannot be downloaded",
 			Details: map[string]any{"status": f.Status, "findings": f.Findings}}
 	default:
-		return nil, &Error{Code: CodeConflict, Message: "the file is " + f.Status + ": there is nothing to download",
+		return nil, &Error{Code: CodeConflict, Message: "the file has nothing to download: " + fileStatusWords[f.Status],
 			Details: map[string]any{"status": f.Status}}
 	}
 	key, size := f.StorageKey, f.ByteSize

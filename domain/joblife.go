@@ -61,10 +61,27 @@ func (s *Jobs) resolveOperation(p *Principal, operation, preset string) (*Operat
 	} else if op = s.Registry.Preset(preset); op == nil {
 		return nil, &Error{Code: CodeUnsupportedOperation, Param: "preset", Message: fmt.Sprintf("unknown preset %q (presets: %s)", preset, strings.Join(s.Registry.PresetNames(), ", "))}
 	}
-	if err := p.RequireOperation(op.Name); err != nil {
+	if err := allowOperation(p, op); err != nil {
 		return nil, err
 	}
 	return op, nil
+}
+
+// allowOperation refuses an operation a restricted key may not run. A preset is
+// allowed when every step's operation is, whatever its name: the preset inspect also
+// scans, so a key allowed only the operation inspect may not run it. Codes:
+// operation_not_allowed.
+func allowOperation(p *Principal, op *Operation) error {
+	for _, o := range op.operations() {
+		if err := p.RequireOperation(o.Name); err != nil {
+			if op.Kind == KindPreset {
+				return &Error{Code: CodeOperationNotAllowed, Param: "preset",
+					Message: fmt.Sprintf("this key may not run %s, a step of the preset %s", o.Name, op.Name)}
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // checkInput checks one input file of an operation: the key may see it, it is ready and
@@ -82,7 +99,7 @@ func checkInput(p *Principal, op *Operation, f *File, fileID, param string) erro
 		return err
 	}
 	if f.Status != FileReady {
-		return &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is %s, not ready", f.ID, f.Status),
+		return &Error{Code: CodeConflict, Param: param, Message: fmt.Sprintf("file %s is not ready: %s", f.ID, fileStatusWords[f.Status]),
 			Details: map[string]any{"file_id": f.ID, "status": f.Status}}
 	}
 	if format := f.Format(); !op.Accepts(format) {
@@ -93,8 +110,9 @@ func checkInput(p *Principal, op *Operation, f *File, fileID, param string) erro
 }
 
 // newJob checks a job's file (and its further input files) for an operation, checks a
-// live worker runs the engines it needs, and prices the job. Codes: those of
-// checkInput, processing_unavailable.
+// live worker runs the engines it needs, and plans and prices the job. Codes: those of
+// checkInput, processing_unavailable, and those of Operation.plan (validation_failed,
+// unsupported_input) with details.file_id.
 func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, facts *AdmissionFacts, live map[string]EngineInfo, fileID, param string) (*Job, error) {
 	f := facts.Files[fileID]
 	if err := checkInput(p, op, f, fileID, param); err != nil {
@@ -104,6 +122,7 @@ func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, fact
 	if err != nil {
 		return nil, err
 	}
+	inputs := make([]*File, 0, len(extra))
 	for i, id := range extra {
 		xf := facts.Files[id]
 		xparam := fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i)
@@ -114,6 +133,7 @@ func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, fact
 			return nil, &Error{Code: CodeInvalidRequest, Param: xparam, Message: "every input file must belong to the project of file_id",
 				Details: map[string]any{"file_id": id}}
 		}
+		inputs = append(inputs, xf)
 	}
 	engines := op.Engines(f.Format())
 	for _, e := range engines {
@@ -122,8 +142,21 @@ func (s *Jobs) newJob(p *Principal, op *Operation, options json.RawMessage, fact
 				Message: fmt.Sprintf("%s needs the %s engine, and no worker running it is available now", op.Name, e)}
 		}
 	}
+	pricing, err := op.plan(planRequest{file: f, options: options, inputs: inputs, live: live, maxArtifacts: s.Config.MaxArtifactsPerJob})
+	if de := AsError(err); de != nil {
+		// A batch's member is told by its file.
+		if de.Details == nil {
+			de.Details = map[string]any{}
+		}
+		if _, ok := de.Details["file_id"]; !ok {
+			de.Details["file_id"] = f.ID
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	j := &Job{ID: NewID(PrefixJob), OrganizationID: f.OrganizationID, ProjectID: f.ProjectID, Environment: f.Environment,
-		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: op.Estimate(f),
+		FileID: f.ID, APIKeyID: p.Key.ID, Options: options, State: JobQueued, CreditsReserved: pricing.Credits, Pricing: pricing,
 		Queue: QueueName(engines), CreatedAt: s.Clock.Now(), Artifacts: []*Artifact{}}
 	if op.Kind == KindPreset {
 		j.Preset = op.Name
@@ -151,7 +184,7 @@ func (op *Operation) fileIDs(options json.RawMessage) ([]string, error) {
 	}
 	for i, id := range ids {
 		if !ValidID(PrefixFile, id) {
-			return nil, InvalidParam(fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i), "%q is not a file_ id", id)
+			return nil, InvalidParam(fmt.Sprintf("options.%s[%d]", op.FileIDsOption, i), "%q is not a file id (file_ followed by 26 characters)", id)
 		}
 	}
 	return ids, nil
@@ -366,7 +399,7 @@ func (s *Jobs) authorizeJob(ctx context.Context, p *Principal, req JobRequest) (
 		return nil, InvalidParam("file_id", "file_id is required")
 	}
 	if !ValidID(PrefixFile, req.FileID) {
-		return nil, InvalidParam("file_id", "file_id must be a file_ id")
+		return nil, InvalidParam("file_id", "file_id must be a file id (file_ followed by 26 characters)")
 	}
 	op, err := s.resolveOperation(p, req.Operation, req.Preset)
 	if err != nil {
@@ -442,7 +475,7 @@ func (s *Jobs) CancelJob(ctx context.Context, p *Principal, id string) (*Job, er
 			return j, nil
 		}
 		if j.State != JobQueued {
-			return nil, &Error{Code: CodeConflict, Message: "the job is " + j.State + " and can no longer be cancelled",
+			return nil, &Error{Code: CodeConflict, Message: "the job " + jobStateWords[j.State] + " and can no longer be cancelled",
 				Details: map[string]any{"state": j.State}}
 		}
 		now := s.Clock.Now()
@@ -471,6 +504,8 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 	next.Artifacts = arts
 	if next.Artifacts == nil {
 		next.Artifacts = []*Artifact{}
+	} else {
+		next.ArtifactCount = len(arts)
 	}
 	if next.Terminal() {
 		next.LeaseExpiresAt = nil
@@ -622,7 +657,7 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 		}
 	}
 	if f.Status != FileReady {
-		return nil, 0, &Error{Code: CodeConflict, Message: "the file is " + f.Status}
+		return nil, 0, &Error{Code: CodeConflict, Message: "the file is not ready: " + fileStatusWords[f.Status]}
 	}
 	op := s.Registry.Find(j.Operation, j.Preset)
 	if op == nil {
@@ -655,6 +690,7 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 	steps := op.Pipeline(f.Format())
 	var arts []*Artifact
 	var cost int64
+	names := artifactNames{}
 	cur := first
 	for i, st := range steps {
 		eng := s.Engines[st.Operation.Engine]
@@ -697,9 +733,15 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 			}
 			outputs = append(outputs, ef)
 		}
-		cost += st.Operation.Price.cost(out.Units)
+		// The price the reservation was planned with, of what the step read and made.
+		cost += st.Operation.Price.Cost(Work{Pages: out.Units, Outputs: len(out.Artifacts)})
 		if !st.Intermediate {
+			if limit := s.Config.MaxArtifactsPerJob; limit > 0 && len(arts)+len(out.Artifacts) > limit {
+				return arts, 0, &Error{Code: CodeUnsupportedInput,
+					Message: fmt.Sprintf("the job would make more than %d documents; a job holds at most %d", limit, limit)}
+			}
 			for _, ea := range out.Artifacts {
+				ea.Name = names.take(st.OutputName(ea.Name))
 				a, err := s.storeArtifact(ctx, j, f, ea)
 				if err != nil {
 					return arts, 0, err

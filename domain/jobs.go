@@ -31,8 +31,10 @@ type Jobs struct {
 func (s *Jobs) liveEngines(ctx context.Context) (map[string]EngineInfo, error) {
 	if s.Directory == nil {
 		out := make(map[string]EngineInfo, len(s.Engines))
-		for name := range s.Engines {
-			out[name] = EngineInfo{Workers: 1}
+		for name, e := range s.Engines {
+			info := DescribeEngine(e)
+			info.Workers = 1
+			out[name] = info
 		}
 		return out, nil
 	}
@@ -62,11 +64,14 @@ func (s *Jobs) ListOperations(ctx context.Context, p *Principal) ([]OperationVie
 type JobQuery struct {
 	ProjectID string
 	State     string
+	FileID    string // the jobs of one file
+	BatchID   string // the members of one batch
 	Page
 }
 
-// ListJobs lists jobs newest first, with their artifacts. Codes: invalid_request (limit, starting_after,
-// state, project_id), not_found/key_restricted (project_id), insufficient_scope.
+// ListJobs lists jobs newest first, of one state, file or batch when asked, each with its
+// first artifacts. Codes: invalid_request (limit, starting_after, state, file_id,
+// batch_id, project_id), not_found/key_restricted (project_id), insufficient_scope.
 func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Job], error) {
 	if err := p.RequireScope(ScopeJobsRead); err != nil {
 		return List[*Job]{}, err
@@ -76,6 +81,12 @@ func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Jo
 	}
 	if q.State != "" && !slices.Contains(JobStates, q.State) {
 		return List[*Job]{}, InvalidParam("state", "state must be one of queued, running, succeeded, failed, cancelled")
+	}
+	if q.FileID != "" && !ValidID(PrefixFile, q.FileID) {
+		return List[*Job]{}, InvalidParam("file_id", "file_id must be a file id (file_ followed by 26 characters)")
+	}
+	if q.BatchID != "" && !ValidID(PrefixBatch, q.BatchID) {
+		return List[*Job]{}, InvalidParam("batch_id", "batch_id must be a batch id (bat_ followed by 26 characters)")
 	}
 	scope, err := listScope(ctx, s.Store, p, q.ProjectID)
 	if err != nil {
@@ -93,7 +104,8 @@ func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Jo
 			return List[*Job]{}, err
 		}
 	}
-	data, more, err := s.Store.FindJobs(ctx, JobFilter{Scope: scope, Environment: p.Environment(), State: q.State, Page: q.Page})
+	data, more, err := s.Store.FindJobs(ctx, JobFilter{Scope: scope, Environment: p.Environment(), State: q.State,
+		FileID: q.FileID, BatchID: q.BatchID, Page: q.Page})
 	if err != nil {
 		return List[*Job]{}, err
 	}
@@ -103,7 +115,7 @@ func (s *Jobs) ListJobs(ctx context.Context, p *Principal, q JobQuery) (List[*Jo
 	return List[*Job]{Data: data, HasMore: more}, nil
 }
 
-// FindJob returns a job the key may see, with its artifacts.
+// FindJob returns a job the key may see, with its first ArtifactPreview artifacts.
 // Codes: not_found, environment_mismatch, key_restricted, insufficient_scope.
 func (s *Jobs) FindJob(ctx context.Context, p *Principal, id string) (*Job, error) {
 	if err := p.RequireScope(ScopeJobsRead); err != nil {
@@ -122,8 +134,32 @@ func (s *Jobs) FindJob(ctx context.Context, p *Principal, id string) (*Job, erro
 	if err := p.CheckResource("job", j.OrganizationID, j.ProjectID, j.Environment); err != nil {
 		return nil, err
 	}
-	if j.Artifacts, err = s.Store.FindArtifactsByJob(ctx, j.ID); err != nil {
+	if j.Artifacts, err = s.Store.FindArtifactsByJobs(ctx, []string{j.ID}, ArtifactPreview); err != nil {
 		return nil, err
 	}
 	return j, nil
+}
+
+// ListJobArtifacts lists the artifacts of a job the key may see, in the order the job
+// made them (its parts, its pages), a page at a time. Codes: those of FindJob,
+// invalid_request (limit, starting_after).
+func (s *Jobs) ListJobArtifacts(ctx context.Context, p *Principal, jobID string, page Page) (List[*Artifact], error) {
+	j, err := s.FindJob(ctx, p, jobID)
+	if err != nil {
+		return List[*Artifact]{}, err
+	}
+	if err := ValidatePage(&page, PrefixArtifact); err != nil {
+		return List[*Artifact]{}, err
+	}
+	if page.StartingAfter != "" {
+		a, err := s.Store.FindArtifactByID(ctx, page.StartingAfter)
+		if err != nil || a.JobID != j.ID {
+			return List[*Artifact]{}, InvalidParam("starting_after", "starting_after does not name an artifact of this job")
+		}
+	}
+	data, more, err := s.Store.FindArtifacts(ctx, ArtifactFilter{OrganizationID: j.OrganizationID, JobID: j.ID, Page: page})
+	if err != nil {
+		return List[*Artifact]{}, err
+	}
+	return List[*Artifact]{Data: data, HasMore: more}, nil
 }

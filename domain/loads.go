@@ -46,10 +46,11 @@ func (s *Files) ArtifactsOfFiles(ctx context.Context, p *Principal, fileIDs []st
 	return groupArtifacts(p, arts, func(a *Artifact) string { return a.FileID }), nil
 }
 
-// ArtifactsOfJobs returns, by job id, the artifacts of jobs the caller has already read
-// through the key; artifacts of another organization are never returned.
+// ArtifactsOfJobs returns, by job id, the first ArtifactPreview artifacts of jobs the
+// caller has already read through the key (all of them are paged by ListJobArtifacts);
+// artifacts of another organization are never returned.
 func (s *Jobs) ArtifactsOfJobs(ctx context.Context, p *Principal, jobIDs []string) (map[string][]*Artifact, error) {
-	arts, err := s.Store.FindArtifactsByJobs(ctx, jobIDs)
+	arts, err := s.Store.FindArtifactsByJobs(ctx, jobIDs, ArtifactPreview)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func groupArtifacts(p *Principal, arts []*Artifact, by func(*Artifact) string) m
 	return out
 }
 
-// loadJobArtifacts sets the artifacts of each job in one read.
+// loadJobArtifacts sets the first artifacts of each job in one read.
 func (s *Jobs) loadJobArtifacts(ctx context.Context, p *Principal, jobs []*Job) error {
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
@@ -130,7 +131,7 @@ func (w *Webhooks) AuthorizeEventStream(ctx context.Context, p *Principal, proje
 		types = SubscribableEvents
 	}
 	if projectID != "" && !ValidID(PrefixProject, projectID) {
-		return "", nil, InvalidParam("project_id", "project_id must be a prj_ id")
+		return "", nil, InvalidParam("project_id", "project_id must be a project id (prj_ followed by 26 characters)")
 	}
 	prj, err := p.ResolveProject(ctx, w.Store, projectID)
 	if err != nil {

@@ -229,6 +229,11 @@ const (
 	FileExpired        = "expired"
 )
 
+// fileStatusWords say why a file that is not ready is not.
+var fileStatusWords = map[string]string{FileAwaitingUpload: "its upload has not been completed",
+	FileRejected: "it was rejected by its validation policy", FileDeleted: "it was deleted",
+	FileExpired: "its upload was abandoned and it expired", FileReady: "it is ready"}
+
 // Finding is one reason a file failed its validation policy. A malware scan's finding
 // (code malware_detected) also names the rule that found it and its severity.
 type Finding struct {
@@ -295,6 +300,10 @@ const (
 // JobStates lists the five job states.
 var JobStates = []string{JobQueued, JobRunning, JobSucceeded, JobFailed, JobCancelled}
 
+// jobStateWords say where a job is in a sentence about it: "the job " + words.
+var jobStateWords = map[string]string{JobQueued: "is queued", JobRunning: "is running", JobSucceeded: "has succeeded",
+	JobFailed: "has failed", JobCancelled: "was cancelled"}
+
 // Job is one operation or preset applied to one file.
 type Job struct {
 	ID              string          `bun:"id,pk"`
@@ -320,8 +329,14 @@ type Job struct {
 	FinishedAt      *time.Time      `bun:"finished_at"`
 	// LeaseExpiresAt is when a running job's worker must have renewed its claim by;
 	// after it, the job counts as lost and another worker may take it. Never shown.
-	LeaseExpiresAt *time.Time  `bun:"lease_expires_at"`
-	Artifacts      []*Artifact `bun:"-"`
+	LeaseExpiresAt *time.Time `bun:"lease_expires_at"`
+	// Pricing is how CreditsReserved was computed; nil for jobs admitted before it was
+	// kept.
+	Pricing *Pricing `bun:"pricing,type:jsonb"`
+	// ArtifactCount is how many artifacts the job made; Artifacts may hold only the
+	// first of them.
+	ArtifactCount int         `bun:"artifact_count,notnull"`
+	Artifacts     []*Artifact `bun:"-"`
 }
 
 // Terminal reports whether the job will not change state again.

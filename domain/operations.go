@@ -3,27 +3,11 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
 )
-
-// Price is what an operation costs: Credits per file, or per page for page-wise work;
-// Base is a part charged once per file on top of a per-page price (a preset mixing
-// per-file and per-page steps).
-type Price struct {
-	Credits int64  `json:"credits"`
-	Per     string `json:"per"` // "file" or "page"
-	Base    int64  `json:"base,omitempty"`
-}
-
-// cost is the price of units pages (at least one) of work.
-func (p Price) cost(pages int) int64 {
-	if p.Per == "page" {
-		return p.Base + p.Credits*int64(max(pages, 1))
-	}
-	return p.Base + p.Credits
-}
 
 // Operation kinds.
 const (
@@ -37,7 +21,7 @@ type Operation struct {
 	Kind        string
 	Description string
 	Engine      string // an operation's engine family
-	Price       Price
+	Price       Price  // an operation's; a preset costs the sum of the steps that run
 	// InputFormats lists accepted inputs: extensions, MIME types or families ("image/*");
 	// "*" accepts anything.
 	InputFormats []string
@@ -47,6 +31,8 @@ type Operation struct {
 	Hidden bool
 	Steps  []*Step // a preset's pipeline
 	codec  *optionsCodec
+	// planFunc plans a run of an operation; nil: it reads its whole input.
+	planFunc PlanFunc
 }
 
 // Step is one step of a preset: an operation with fixed options, reading the output
@@ -64,6 +50,18 @@ type Step struct {
 	Intermediate bool
 	// FromFile steps read the job's file rather than what the step before passed on.
 	FromFile bool
+	// OutputSuffix is added to the names of the step's outputs, before their extension,
+	// so that steps making the same kind of output name theirs apart ("-256").
+	OutputSuffix string
+}
+
+// OutputName is the name an output named name of the step is stored under.
+func (st *Step) OutputName(name string) string {
+	if st.OutputSuffix == "" {
+		return name
+	}
+	ext := path.Ext(name)
+	return strings.TrimSuffix(name, ext) + st.OutputSuffix + ext
 }
 
 // PresetSpec declares a preset: a pipeline of operations with fixed options.
@@ -85,6 +83,7 @@ type StepSpec struct {
 	When         []string
 	Intermediate bool
 	FromFile     bool
+	OutputSuffix string // see Step.OutputSuffix
 }
 
 // Registry is every operation and preset this deployment knows, built from what the
@@ -111,8 +110,8 @@ func (r *Registry) AddOperations(specs ...OperationSpec) error {
 		if r.ops[s.Name] != nil {
 			return fmt.Errorf("operation %s is registered twice", s.Name)
 		}
-		if s.Price.Per != "file" && s.Price.Per != "page" {
-			return fmt.Errorf("operation %s: price per %q; want file or page", s.Name, s.Price.Per)
+		if s.Price.Per != PerFile && s.Price.Per != PerPage && s.Price.Per != PerOutput {
+			return fmt.Errorf("operation %s: price per %q; want file, page or output", s.Name, s.Price.Per)
 		}
 		codec, err := newOptionsCodec(s.Options)
 		if err != nil {
@@ -124,7 +123,7 @@ func (r *Registry) AddOperations(specs ...OperationSpec) error {
 			}
 		}
 		op := &Operation{Name: s.Name, Kind: KindOperation, Description: s.Description, Engine: s.Engine, Price: s.Price,
-			InputFormats: s.InputFormats, FileIDsOption: s.FileIDsOption, Hidden: s.Hidden, codec: codec}
+			InputFormats: s.InputFormats, FileIDsOption: s.FileIDsOption, Hidden: s.Hidden, codec: codec, planFunc: s.Plan}
 		r.ops[s.Name] = op
 		r.order = append(r.order, op)
 	}
@@ -168,7 +167,7 @@ func (r *Registry) AddPreset(s PresetSpec) error {
 			return fmt.Errorf("preset %s: step %s options: %w", s.Name, ss.Name, err)
 		}
 		p.Steps = append(p.Steps, &Step{Name: ss.Name, Operation: op, Options: canon, When: ss.When,
-			Intermediate: ss.Intermediate, FromFile: ss.FromFile})
+			Intermediate: ss.Intermediate, FromFile: ss.FromFile, OutputSuffix: ss.OutputSuffix})
 	}
 	for _, prop := range codec.schema.props {
 		taken := false
@@ -183,31 +182,9 @@ func (r *Registry) AddPreset(s PresetSpec) error {
 	if last.Intermediate {
 		return fmt.Errorf("preset %s: its last step %s cannot be intermediate", s.Name, last.Name)
 	}
-	p.Price = p.stepsPrice(p.Steps)
 	r.presets[s.Name] = p
 	r.order = append(r.order, p)
 	return nil
-}
-
-// stepsPrice sums the prices of steps: per page when any step is page-wise, with the
-// per-file parts as the base.
-func (p *Operation) stepsPrice(steps []*Step) Price {
-	var out Price
-	out.Per = "file"
-	for _, st := range steps {
-		pr := st.Operation.Price
-		if pr.Per == "page" {
-			out.Per = "page"
-			out.Credits += pr.Credits
-			out.Base += pr.Base
-		} else {
-			out.Base += pr.Credits + pr.Base
-		}
-	}
-	if out.Per == "file" {
-		out.Credits, out.Base = out.Base, 0
-	}
-	return out
 }
 
 // Operation returns the operation named name, or nil.
@@ -347,29 +324,6 @@ func (st *Step) StepOptions(job json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(fixed)
 }
 
-// Estimate is the credits reserved for running op on f with these (canonical) options:
-// exact when the file's pages were counted at completion.
-func (op *Operation) Estimate(f *File) int64 {
-	pages := f.Pages
-	if pages <= 0 {
-		pages = estimatePages(f)
-	}
-	var total int64
-	for _, st := range op.Pipeline(Format{Extension: f.DetectedExt, MIMEType: f.DetectedMIMEType}) {
-		total += st.Operation.Price.cost(pages)
-	}
-	return total
-}
-
-// estimatePages guesses the pages of a file whose pages were not counted (a format
-// without pages, or too large to count): settlement charges what was processed, never
-// more than this reservation.
-func estimatePages(f *File) int {
-	const bytesPerPage = 64 << 10
-	pages := (f.ByteSize + bytesPerPage - 1) / bytesPerPage
-	return int(max(1, min(pages, 2000)))
-}
-
 // OperationView is the operation object of GET /v1/operations.
 type OperationView struct {
 	Object        string         `json:"object"`
@@ -378,7 +332,8 @@ type OperationView struct {
 	Description   string         `json:"description"`
 	Available     bool           `json:"available"`
 	Engine        string         `json:"engine"`
-	Price         Price          `json:"price"`
+	Price         *Price         `json:"price"` // an operation's; nil for a preset, whose steps have theirs
+	PriceRule     string         `json:"price_rule"`
 	InputFormats  []string       `json:"input_formats"`
 	OptionsSchema map[string]any `json:"options_schema"`
 	Steps         []StepView     `json:"steps,omitempty"`
@@ -390,6 +345,7 @@ type StepView struct {
 	Operation string          `json:"operation"`
 	Options   json.RawMessage `json:"options"`
 	When      []string        `json:"when,omitempty"`
+	Price     Price           `json:"price"`
 }
 
 // View returns the operation's representation given the engine families live workers
@@ -401,9 +357,14 @@ func (op *Operation) View(live func(engine string) bool) OperationView {
 		ok = ok && live(e)
 	}
 	v := OperationView{Object: "operation", Name: op.Name, Kind: op.Kind, Description: op.Description, Available: ok,
-		Engine: strings.Join(engines, "+"), Price: op.Price, InputFormats: op.InputFormats, OptionsSchema: op.OptionsSchema()}
+		Engine: strings.Join(engines, "+"), PriceRule: op.PriceRule(), InputFormats: op.InputFormats, OptionsSchema: op.OptionsSchema()}
+	if op.Kind == KindOperation {
+		price := op.Price
+		v.Price = &price
+	}
 	for _, st := range op.Steps {
-		v.Steps = append(v.Steps, StepView{Name: st.Name, Operation: st.Operation.Name, Options: st.Options, When: st.When})
+		v.Steps = append(v.Steps, StepView{Name: st.Name, Operation: st.Operation.Name, Options: st.Options, When: st.When,
+			Price: st.Operation.Price})
 	}
 	return v
 }

@@ -18,7 +18,7 @@ func ValidatePage(p *Page, cursorPrefix string) error {
 		return InvalidParam("limit", "limit must be between 1 and %d", MaxPageSize)
 	}
 	if p.StartingAfter != "" && !ValidID(cursorPrefix, p.StartingAfter) {
-		return InvalidParam("starting_after", "starting_after must be a %s id from next_cursor", cursorPrefix)
+		return InvalidParam("starting_after", "starting_after must be the next_cursor of a page of this list (an id starting with %s)", cursorPrefix)
 	}
 	return nil
 }

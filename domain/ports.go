@@ -32,6 +32,14 @@ type JobFilter struct {
 	Environment Environment
 	State       string
 	BatchID     string
+	FileID      string
+	Page
+}
+
+// ArtifactFilter selects a page of one job's artifacts, in creation order.
+type ArtifactFilter struct {
+	OrganizationID string
+	JobID          string
 	Page
 }
 
@@ -280,9 +288,12 @@ type Store interface {
 	// FindArtifactsByFiles returns the artifacts of these files in creation order, in
 	// one read.
 	FindArtifactsByFiles(ctx context.Context, fileIDs []string) ([]*Artifact, error)
-	// FindArtifactsByJobs returns the artifacts of these jobs in creation order, in one
-	// read.
-	FindArtifactsByJobs(ctx context.Context, jobIDs []string) ([]*Artifact, error)
+	// FindArtifactsByJobs returns the first perJob artifacts of each of these jobs (all
+	// when perJob is 0) in creation order, in one read.
+	FindArtifactsByJobs(ctx context.Context, jobIDs []string, perJob int) ([]*Artifact, error)
+	// FindArtifacts returns one page of a job's artifacts, oldest first after
+	// f.StartingAfter, and whether more follow.
+	FindArtifacts(ctx context.Context, f ArtifactFilter) ([]*Artifact, bool, error)
 
 	CreateJob(ctx context.Context, j *Job) error
 	FindJobByID(ctx context.Context, id string) (*Job, error)
@@ -421,6 +432,12 @@ type Queue interface {
 type EngineInfo struct {
 	Version string `json:"version"`
 	Workers int    `json:"workers"` // live worker processes running it
+	// Languages are the languages every live worker running it has (any of them may
+	// take a job); nil when the family tells none.
+	Languages []string `json:"languages,omitempty"`
+	// MaxPages is the longest document, in pages, every live worker running it reads;
+	// 0 when none is told.
+	MaxPages int `json:"max_pages,omitempty"`
 }
 
 // EngineDirectory tells which engine families live workers run: an operation is
@@ -442,6 +459,9 @@ type PageCounter interface {
 // (validation.scan). malicious files are rejected with the findings that condemn them.
 type UploadScanner interface {
 	ScanUpload(ctx context.Context, path, filename, declaredMIME string) (malicious bool, findings []Finding, err error)
+	// Check reports whether the scanner answers now: a session whose policy asks for a
+	// scan is refused at creation while it does not, before any bytes are sent.
+	Check(ctx context.Context) error
 }
 
 // OutputVerifier checks an engine's output before it is stored: a PDF parses, an image

@@ -109,23 +109,23 @@ func TestOptionsSchema(t *testing.T) {
 func TestRegistryRefusesBadDeclarations(t *testing.T) {
 	t.Parallel()
 	for name, spec := range map[string]OperationSpec{
-		"NoDoc": {Name: "x", Engine: "e", Price: Price{1, "file", 0}, Options: struct {
+		"NoDoc": {Name: "x", Engine: "e", Price: Price{1, "file"}, Options: struct {
 			A int `json:"a"`
 		}{}},
-		"BadDefault": {Name: "x", Engine: "e", Price: Price{1, "file", 0}, Options: struct {
+		"BadDefault": {Name: "x", Engine: "e", Price: Price{1, "file"}, Options: struct {
 			A int `json:"a" doc:"a" schema:"max=3,default=4"`
 		}{}},
-		"UnknownTag": {Name: "x", Engine: "e", Price: Price{1, "file", 0}, Options: struct {
+		"UnknownTag": {Name: "x", Engine: "e", Price: Price{1, "file"}, Options: struct {
 			A int `json:"a" doc:"a" schema:"maximum=3"`
 		}{}},
-		"BadPrice":       {Name: "x", Engine: "e", Price: Price{1, "call", 0}},
-		"NoEngine":       {Name: "x", Price: Price{1, "file", 0}},
-		"FileIDsMissing": {Name: "x", Engine: "e", Price: Price{1, "file", 0}, FileIDsOption: "file_ids"},
+		"BadPrice":       {Name: "x", Engine: "e", Price: Price{1, "call"}},
+		"NoEngine":       {Name: "x", Price: Price{1, "file"}},
+		"FileIDsMissing": {Name: "x", Engine: "e", Price: Price{1, "file"}, FileIDsOption: "file_ids"},
 	} {
 		require.Error(t, NewRegistry().AddOperations(spec), name)
 	}
 	r := testRegistry(t)
-	require.Error(t, r.AddOperations(OperationSpec{Name: "t.compress", Engine: "pdf", Price: Price{1, "file", 0}}), "twice")
+	require.Error(t, r.AddOperations(OperationSpec{Name: "t.compress", Engine: "pdf", Price: Price{1, "file"}}), "twice")
 	require.Error(t, r.AddPreset(PresetSpec{Name: "p", Steps: []StepSpec{{Name: "a", Operation: "nope"}}}))
 	require.Error(t, r.AddPreset(PresetSpec{Name: "p", Steps: []StepSpec{{Name: "a", Operation: "t.convert", Options: `{"format":"doc"}`}}}),
 		"fixed options are checked at registration")
@@ -164,15 +164,27 @@ func TestPresetPipeline(t *testing.T) {
 	require.Equal(t, []string{"ocr", "compress"}, names(png))
 	require.Equal(t, []string{"office", "pdf"}, p.Engines(docx))
 	require.Equal(t, []string{"pdf"}, p.Engines(pdf))
-	require.Equal(t, Price{Credits: 3, Per: "page", Base: 6}, p.Price, "a preset costs the sum of its steps")
+	require.Equal(t, "the sum of the steps that run for the file: t.convert: 5 credits per file (for docx); "+
+		"t.ocr: 3 credits per page read (for image/*); t.compress: 1 credit per file", p.PriceRule())
 
-	// Estimates are exact when pages were counted, and only the steps that run count.
-	require.EqualValues(t, 5+1, p.Estimate(&File{DetectedExt: "docx", DetectedMIMEType: docx.MIMEType, Pages: 7}))
-	require.EqualValues(t, 1, p.Estimate(&File{DetectedExt: "pdf", DetectedMIMEType: pdf.MIMEType, Pages: 7}))
-	require.EqualValues(t, 3*7+1, p.Estimate(&File{DetectedExt: "png", DetectedMIMEType: png.MIMEType, Pages: 7}))
-	require.EqualValues(t, 2*4, r.Operation("t.pages").Estimate(&File{DetectedExt: "pdf", DetectedMIMEType: pdf.MIMEType, Pages: 4}))
-	require.EqualValues(t, 2*4, r.Operation("t.pages").Estimate(&File{DetectedExt: "pdf", DetectedMIMEType: pdf.MIMEType, ByteSize: 200 << 10}),
-		"uncounted pages are estimated: one per 64 KiB")
+	// Reservations are exact when pages were counted, and only the steps that run count.
+	reserve := func(op *Operation, f *File) *Pricing {
+		opts, err := op.ValidateOptions(nil)
+		require.NoError(t, err)
+		pr, err := op.plan(planRequest{file: f, options: opts})
+		require.NoError(t, err)
+		return pr
+	}
+	require.EqualValues(t, 5+1, reserve(p, &File{DetectedExt: "docx", DetectedMIMEType: docx.MIMEType, Pages: 7}).Credits)
+	require.EqualValues(t, 1, reserve(p, &File{DetectedExt: "pdf", DetectedMIMEType: pdf.MIMEType, Pages: 7}).Credits)
+	require.EqualValues(t, 3*1+1, reserve(p, &File{DetectedExt: "png", DetectedMIMEType: png.MIMEType, ByteSize: 20 << 20}).Credits,
+		"an image is one page, whatever its size")
+	pages := reserve(r.Operation("t.pages"), &File{DetectedExt: "pdf", DetectedMIMEType: pdf.MIMEType, Pages: 4})
+	require.Equal(t, &Pricing{Rule: "t.pages: 2 credits per page read", Pages: 4, Credits: 8,
+		Lines: []PricingLine{{Step: "t.pages", Operation: "t.pages", Price: Price{2, PerPage}, Units: 4, Credits: 8}}}, pages)
+	guessed := reserve(r.Operation("t.pages"), &File{DetectedExt: "pdf", DetectedMIMEType: pdf.MIMEType, ByteSize: 200 << 10})
+	require.EqualValues(t, 2*4, guessed.Credits, "uncounted pages are estimated: one per 64 KiB")
+	require.True(t, guessed.Estimated)
 
 	// The preset's own options reach the steps that take them, over their fixed options.
 	opts, err := p.ValidateOptions(json.RawMessage(`{"chunk_size":500}`))

@@ -37,7 +37,7 @@ func (r UploadRequest) authorize(ctx context.Context, s *Services, p *Principal)
 		return grant{}, err
 	}
 	if r.ProjectID != "" && !ValidID(PrefixProject, r.ProjectID) {
-		return grant{}, InvalidParam("project_id", "project_id must be a prj_ id")
+		return grant{}, InvalidParam("project_id", "project_id must be a project id (prj_ followed by 26 characters)")
 	}
 	prj, err := p.ResolveProject(ctx, s.Store, r.ProjectID)
 	if err != nil {

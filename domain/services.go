@@ -43,6 +43,9 @@ type Config struct {
 	// holder's last renewal (renewed five times per lease while the request runs): a
 	// retry takes over the claim of a request whose process died this long after it died.
 	IdempotencyLease time.Duration
+	// MaxArtifactsPerJob bounds the artifacts one job makes: a job whose plan shows more
+	// is refused at creation, and one that makes more fails.
+	MaxArtifactsPerJob int
 }
 
 // OperationTimeout bounds one attempt of the named operation.
@@ -73,6 +76,7 @@ func DefaultConfig() Config {
 		JobLease:                30 * time.Second,
 		MaxJobClaims:            10,
 		JobTimeout:              10 * time.Minute,
+		MaxArtifactsPerJob:      1000,
 	}
 }
 
@@ -101,6 +105,8 @@ func (c Config) Validate() error {
 		return errors.New("MaxJobClaims must not be negative")
 	case c.JobTimeout < 0:
 		return errors.New("FILEMILL_JOB_TIMEOUT must not be negative")
+	case c.MaxArtifactsPerJob < 1:
+		return errors.New("FILEMILL_MAX_ARTIFACTS_PER_JOB must be at least 1")
 	}
 	for name, d := range c.OperationTimeouts {
 		if d <= 0 {

@@ -163,9 +163,10 @@ func (s *Uploads) CreateUpload(ctx context.Context, p *Principal, req NewUpload)
 	if err := validateNewUpload(&req, s.Config); err != nil {
 		return nil, err
 	}
-	if req.Validation != nil && req.Validation.Scan && s.Files.Scanner == nil {
-		return nil, &Error{Code: CodeProcessingUnavailable, Param: "validation.scan", RetryAfter: 30,
-			Message: "malware scanning is not available on this deployment"}
+	if req.Validation != nil && req.Validation.Scan {
+		if err := s.Files.checkScanner(ctx); err != nil {
+			return nil, err
+		}
 	}
 	prj, err := p.ResolveProject(ctx, s.Store, req.ProjectID)
 	if err != nil {
@@ -324,7 +325,8 @@ func (s *Uploads) CompleteParts(ctx context.Context, p *Principal, id string, pa
 		return nil, &Error{Code: CodeConflict, Message: "this is a single-PUT session: complete it with POST /v1/files/{file_id}/complete"}
 	}
 	if len(parts) != u.PartCount {
-		return nil, InvalidParam("parts", "this session has %d parts; %d were given", u.PartCount, len(parts))
+		return nil, InvalidParam("parts", "this session has %s; the request lists %s",
+			plural(u.PartCount, "part", "parts"), plural(len(parts), "part", "parts"))
 	}
 	sorted := slices.Clone(parts)
 	slices.SortFunc(sorted, func(a, b PartETag) int { return a.PartNumber - b.PartNumber })

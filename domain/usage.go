@@ -46,7 +46,7 @@ func (s *Usage) GetUsage(ctx context.Context, p *Principal, projectID string) (*
 		return nil, err
 	}
 	if projectID != "" && !ValidID(PrefixProject, projectID) {
-		return nil, InvalidParam("project_id", "project_id must be a prj_ id")
+		return nil, InvalidParam("project_id", "project_id must be a project id (prj_ followed by 26 characters)")
 	}
 	prj, err := p.ResolveProject(ctx, s.Store, projectID)
 	if err != nil {

@@ -59,19 +59,29 @@ type JobView struct {
 	Attempts        int             `json:"attempts"`
 	CreditsReserved int64           `json:"credits_reserved"`
 	CreditsCharged  int64           `json:"credits_charged"`
+	Pricing         *Pricing        `json:"pricing"`
 	Artifacts       []ArtifactView  `json:"artifacts"`
+	ArtifactCount   int             `json:"artifact_count"`
+	ArtifactsURL    string          `json:"artifacts_url"`
 	Error           *ErrorView      `json:"error"`
 	StartedAt       *time.Time      `json:"started_at"`
 	FinishedAt      *time.Time      `json:"finished_at"`
 }
 
-// View returns the job's representation.
+// ArtifactPreview is how many of its artifacts a job carries (in GET /v1/jobs/{id},
+// lists and events): the first, in the order it made them. All of them are paged from
+// GET /v1/jobs/{id}/artifacts, so a job's size does not grow with what it made.
+const ArtifactPreview = 10
+
+// View returns the job's representation, with at most ArtifactPreview artifacts.
 func (j *Job) View() JobView {
 	v := JobView{ID: j.ID, Object: "job", CreatedAt: j.CreatedAt, ProjectID: j.ProjectID, FileID: j.FileID,
 		BatchID: nullable(j.BatchID), Operation: nullable(j.Operation), Preset: nullable(j.Preset),
 		Options: j.Options, State: j.State, Progress: j.Progress, Attempts: j.Attempts,
-		CreditsReserved: j.CreditsReserved, CreditsCharged: j.CreditsCharged,
-		Artifacts: artifactViews(j.Artifacts), StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}
+		CreditsReserved: j.CreditsReserved, CreditsCharged: j.CreditsCharged, Pricing: j.Pricing,
+		Artifacts:     artifactViews(j.Artifacts[:min(len(j.Artifacts), ArtifactPreview)]),
+		ArtifactCount: max(j.ArtifactCount, len(j.Artifacts)), ArtifactsURL: "/v1/jobs/" + j.ID + "/artifacts",
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}
 	if len(v.Options) == 0 {
 		v.Options = json.RawMessage("{}")
 	}

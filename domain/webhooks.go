@@ -215,7 +215,7 @@ func listScope(ctx context.Context, store Store, p *Principal, projectID string)
 	scope := Scope{OrganizationID: p.Organization.ID}
 	if projectID != "" {
 		if !ValidID(PrefixProject, projectID) {
-			return scope, InvalidParam("project_id", "project_id must be a prj_ id")
+			return scope, InvalidParam("project_id", "project_id must be a project id (prj_ followed by 26 characters)")
 		}
 		prj, err := p.ResolveProject(ctx, store, projectID)
 		if err != nil {

@@ -79,6 +79,17 @@ type ComplexityRoot struct {
 		Step      func(childComplexity int) int
 	}
 
+	ArtifactConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ArtifactEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Batch struct {
 		Counts           func(childComplexity int) int
 		CreatedAt        func(childComplexity int) int
@@ -198,24 +209,27 @@ type ComplexityRoot struct {
 	}
 
 	Job struct {
-		Artifacts       func(childComplexity int) int
-		Attempts        func(childComplexity int) int
-		BatchID         func(childComplexity int) int
-		CreatedAt       func(childComplexity int) int
-		CreditsCharged  func(childComplexity int) int
-		CreditsReserved func(childComplexity int) int
-		Error           func(childComplexity int) int
-		File            func(childComplexity int) int
-		FileID          func(childComplexity int) int
-		FinishedAt      func(childComplexity int) int
-		ID              func(childComplexity int) int
-		Operation       func(childComplexity int) int
-		Options         func(childComplexity int) int
-		Preset          func(childComplexity int) int
-		Progress        func(childComplexity int) int
-		ProjectID       func(childComplexity int) int
-		StartedAt       func(childComplexity int) int
-		State           func(childComplexity int) int
+		ArtifactCount       func(childComplexity int) int
+		Artifacts           func(childComplexity int) int
+		ArtifactsConnection func(childComplexity int, first *int, after *string) int
+		Attempts            func(childComplexity int) int
+		BatchID             func(childComplexity int) int
+		CreatedAt           func(childComplexity int) int
+		CreditsCharged      func(childComplexity int) int
+		CreditsReserved     func(childComplexity int) int
+		Error               func(childComplexity int) int
+		File                func(childComplexity int) int
+		FileID              func(childComplexity int) int
+		FinishedAt          func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		Operation           func(childComplexity int) int
+		Options             func(childComplexity int) int
+		Preset              func(childComplexity int) int
+		Pricing             func(childComplexity int) int
+		Progress            func(childComplexity int) int
+		ProjectID           func(childComplexity int) int
+		StartedAt           func(childComplexity int) int
+		State               func(childComplexity int) int
 	}
 
 	JobConnection struct {
@@ -261,6 +275,7 @@ type ComplexityRoot struct {
 		Name          func(childComplexity int) int
 		OptionsSchema func(childComplexity int) int
 		Price         func(childComplexity int) int
+		PriceRule     func(childComplexity int) int
 		Steps         func(childComplexity int) int
 	}
 
@@ -268,6 +283,7 @@ type ComplexityRoot struct {
 		Name      func(childComplexity int) int
 		Operation func(childComplexity int) int
 		Options   func(childComplexity int) int
+		Price     func(childComplexity int) int
 		When      func(childComplexity int) int
 	}
 
@@ -284,9 +300,24 @@ type ComplexityRoot struct {
 	}
 
 	Price struct {
-		Base    func(childComplexity int) int
 		Credits func(childComplexity int) int
 		Per     func(childComplexity int) int
+	}
+
+	Pricing struct {
+		Credits   func(childComplexity int) int
+		Estimated func(childComplexity int) int
+		Lines     func(childComplexity int) int
+		Pages     func(childComplexity int) int
+		Rule      func(childComplexity int) int
+	}
+
+	PricingLine struct {
+		Credits   func(childComplexity int) int
+		Operation func(childComplexity int) int
+		Price     func(childComplexity int) int
+		Step      func(childComplexity int) int
+		Units     func(childComplexity int) int
 	}
 
 	Project struct {
@@ -302,7 +333,7 @@ type ComplexityRoot struct {
 		File             func(childComplexity int, id string) int
 		Files            func(childComplexity int, projectID *string, first *int, after *string) int
 		Job              func(childComplexity int, id string) int
-		Jobs             func(childComplexity int, projectID *string, state *string, first *int, after *string) int
+		Jobs             func(childComplexity int, projectID *string, state *string, fileID *string, batchID *string, first *int, after *string) int
 		Operations       func(childComplexity int) int
 		Upload           func(childComplexity int, id string) int
 		Usage            func(childComplexity int, projectID *string) int
@@ -475,6 +506,8 @@ type JobResolver interface {
 	File(ctx context.Context, obj *domain.JobView) (*domain.FileView, error)
 
 	Artifacts(ctx context.Context, obj *domain.JobView) ([]*domain.ArtifactView, error)
+
+	ArtifactsConnection(ctx context.Context, obj *domain.JobView, first *int, after *string) (*model.ArtifactConnection, error)
 }
 type MutationResolver interface {
 	CreateUpload(ctx context.Context, input model.CreateUploadInput, idempotencyKey *string) (*model.CreateUploadPayload, error)
@@ -502,7 +535,7 @@ type QueryResolver interface {
 	Files(ctx context.Context, projectID *string, first *int, after *string) (*model.FileConnection, error)
 	Upload(ctx context.Context, id string) (*domain.UploadView, error)
 	Job(ctx context.Context, id string) (*domain.JobView, error)
-	Jobs(ctx context.Context, projectID *string, state *string, first *int, after *string) (*model.JobConnection, error)
+	Jobs(ctx context.Context, projectID *string, state *string, fileID *string, batchID *string, first *int, after *string) (*model.JobConnection, error)
 	Batch(ctx context.Context, id string) (*domain.BatchView, error)
 	Operations(ctx context.Context) ([]*domain.OperationView, error)
 	Usage(ctx context.Context, projectID *string) (*domain.UsageView, error)
@@ -681,6 +714,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Artifact.Step(childComplexity), true
+
+	case "ArtifactConnection.edges":
+		if e.ComplexityRoot.ArtifactConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactConnection.Edges(childComplexity), true
+	case "ArtifactConnection.nodes":
+		if e.ComplexityRoot.ArtifactConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactConnection.Nodes(childComplexity), true
+	case "ArtifactConnection.pageInfo":
+		if e.ComplexityRoot.ArtifactConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactConnection.PageInfo(childComplexity), true
+
+	case "ArtifactEdge.cursor":
+		if e.ComplexityRoot.ArtifactEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactEdge.Cursor(childComplexity), true
+	case "ArtifactEdge.node":
+		if e.ComplexityRoot.ArtifactEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactEdge.Node(childComplexity), true
 
 	case "Batch.counts":
 		if e.ComplexityRoot.Batch.Counts == nil {
@@ -1118,12 +1183,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.HistoryEntry.Type(childComplexity), true
 
+	case "Job.artifactCount":
+		if e.ComplexityRoot.Job.ArtifactCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.ArtifactCount(childComplexity), true
 	case "Job.artifacts":
 		if e.ComplexityRoot.Job.Artifacts == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Job.Artifacts(childComplexity), true
+	case "Job.artifactsConnection":
+		if e.ComplexityRoot.Job.ArtifactsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Job_artifactsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Job.ArtifactsConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Job.attempts":
 		if e.ComplexityRoot.Job.Attempts == nil {
 			break
@@ -1202,6 +1284,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Preset(childComplexity), true
+	case "Job.pricing":
+		if e.ComplexityRoot.Job.Pricing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Pricing(childComplexity), true
 	case "Job.progress":
 		if e.ComplexityRoot.Job.Progress == nil {
 			break
@@ -1486,6 +1574,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Operation.Price(childComplexity), true
+	case "Operation.priceRule":
+		if e.ComplexityRoot.Operation.PriceRule == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Operation.PriceRule(childComplexity), true
 	case "Operation.steps":
 		if e.ComplexityRoot.Operation.Steps == nil {
 			break
@@ -1511,6 +1605,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.OperationStep.Options(childComplexity), true
+	case "OperationStep.price":
+		if e.ComplexityRoot.OperationStep.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OperationStep.Price(childComplexity), true
 	case "OperationStep.when":
 		if e.ComplexityRoot.OperationStep.When == nil {
 			break
@@ -1556,12 +1656,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
 
-	case "Price.base":
-		if e.ComplexityRoot.Price.Base == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Price.Base(childComplexity), true
 	case "Price.credits":
 		if e.ComplexityRoot.Price.Credits == nil {
 			break
@@ -1574,6 +1668,68 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Price.Per(childComplexity), true
+
+	case "Pricing.credits":
+		if e.ComplexityRoot.Pricing.Credits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pricing.Credits(childComplexity), true
+	case "Pricing.estimated":
+		if e.ComplexityRoot.Pricing.Estimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pricing.Estimated(childComplexity), true
+	case "Pricing.lines":
+		if e.ComplexityRoot.Pricing.Lines == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pricing.Lines(childComplexity), true
+	case "Pricing.pages":
+		if e.ComplexityRoot.Pricing.Pages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pricing.Pages(childComplexity), true
+	case "Pricing.rule":
+		if e.ComplexityRoot.Pricing.Rule == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pricing.Rule(childComplexity), true
+
+	case "PricingLine.credits":
+		if e.ComplexityRoot.PricingLine.Credits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PricingLine.Credits(childComplexity), true
+	case "PricingLine.operation":
+		if e.ComplexityRoot.PricingLine.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PricingLine.Operation(childComplexity), true
+	case "PricingLine.price":
+		if e.ComplexityRoot.PricingLine.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PricingLine.Price(childComplexity), true
+	case "PricingLine.step":
+		if e.ComplexityRoot.PricingLine.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PricingLine.Step(childComplexity), true
+	case "PricingLine.units":
+		if e.ComplexityRoot.PricingLine.Units == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PricingLine.Units(childComplexity), true
 
 	case "Project.createdAt":
 		if e.ComplexityRoot.Project.CreatedAt == nil {
@@ -1671,7 +1827,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Jobs(childComplexity, args["projectId"].(*string), args["state"].(*string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Jobs(childComplexity, args["projectId"].(*string), args["state"].(*string), args["fileId"].(*string), args["batchId"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.operations":
 		if e.ComplexityRoot.Query.Operations == nil {
 			break
@@ -2467,6 +2623,28 @@ func (ec *executionContext) childFields_Artifact(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Artifact", field.Name)
 }
 
+func (ec *executionContext) childFields_ArtifactConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ArtifactConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ArtifactConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ArtifactConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArtifactConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ArtifactEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ArtifactEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ArtifactEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArtifactEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Batch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2733,8 +2911,14 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_creditsReserved(ctx, field)
 	case "creditsCharged":
 		return ec.fieldContext_Job_creditsCharged(ctx, field)
+	case "pricing":
+		return ec.fieldContext_Job_pricing(ctx, field)
 	case "artifacts":
 		return ec.fieldContext_Job_artifacts(ctx, field)
+	case "artifactCount":
+		return ec.fieldContext_Job_artifactCount(ctx, field)
+	case "artifactsConnection":
+		return ec.fieldContext_Job_artifactsConnection(ctx, field)
 	case "error":
 		return ec.fieldContext_Job_error(ctx, field)
 	case "startedAt":
@@ -2791,6 +2975,8 @@ func (ec *executionContext) childFields_Operation(ctx context.Context, field gra
 		return ec.fieldContext_Operation_engine(ctx, field)
 	case "price":
 		return ec.fieldContext_Operation_price(ctx, field)
+	case "priceRule":
+		return ec.fieldContext_Operation_priceRule(ctx, field)
 	case "inputFormats":
 		return ec.fieldContext_Operation_inputFormats(ctx, field)
 	case "optionsSchema":
@@ -2811,6 +2997,8 @@ func (ec *executionContext) childFields_OperationStep(ctx context.Context, field
 		return ec.fieldContext_OperationStep_options(ctx, field)
 	case "when":
 		return ec.fieldContext_OperationStep_when(ctx, field)
+	case "price":
+		return ec.fieldContext_OperationStep_price(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type OperationStep", field.Name)
 }
@@ -2845,10 +3033,40 @@ func (ec *executionContext) childFields_Price(ctx context.Context, field graphql
 		return ec.fieldContext_Price_credits(ctx, field)
 	case "per":
 		return ec.fieldContext_Price_per(ctx, field)
-	case "base":
-		return ec.fieldContext_Price_base(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Price", field.Name)
+}
+
+func (ec *executionContext) childFields_Pricing(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rule":
+		return ec.fieldContext_Pricing_rule(ctx, field)
+	case "pages":
+		return ec.fieldContext_Pricing_pages(ctx, field)
+	case "estimated":
+		return ec.fieldContext_Pricing_estimated(ctx, field)
+	case "lines":
+		return ec.fieldContext_Pricing_lines(ctx, field)
+	case "credits":
+		return ec.fieldContext_Pricing_credits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Pricing", field.Name)
+}
+
+func (ec *executionContext) childFields_PricingLine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "step":
+		return ec.fieldContext_PricingLine_step(ctx, field)
+	case "operation":
+		return ec.fieldContext_PricingLine_operation(ctx, field)
+	case "price":
+		return ec.fieldContext_PricingLine_price(ctx, field)
+	case "units":
+		return ec.fieldContext_PricingLine_units(ctx, field)
+	case "credits":
+		return ec.fieldContext_PricingLine_credits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PricingLine", field.Name)
 }
 
 func (ec *executionContext) childFields_Project(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3242,6 +3460,28 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 // endregion ************************** internal!.gotpl ***************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Job_artifactsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
 
 func (ec *executionContext) field_Mutation_abortUpload_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -3746,22 +3986,38 @@ func (ec *executionContext) field_Query_jobs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["state"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "fileId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fileId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "batchId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["batchId"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["first"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	args["first"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg3
+	args["after"] = arg5
 	return args, nil
 }
 
@@ -4487,6 +4743,157 @@ func (ec *executionContext) _Artifact_sha256(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Artifact_sha256(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Artifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ArtifactConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ArtifactConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ArtifactEdge) graphql.Marshaler {
+			return ec.marshalNArtifactEdge2ᚕᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐArtifactEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ArtifactConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*domain.ArtifactView) graphql.Marshaler {
+			return ec.marshalNArtifact2ᚕᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐArtifactViewᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Artifact(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ArtifactConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ArtifactEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ArtifactEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ArtifactEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.ArtifactView) graphql.Marshaler {
+			return ec.marshalNArtifact2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐArtifactView(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Artifact(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Batch_id(ctx context.Context, field graphql.CollectedField, obj *domain.BatchView) (ret graphql.Marshaler) {
@@ -6601,6 +7008,38 @@ func (ec *executionContext) fieldContext_Job_creditsCharged(_ context.Context, f
 	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Int64 does not have child fields"))
 }
 
+func (ec *executionContext) _Job_pricing(ctx context.Context, field graphql.CollectedField, obj *domain.JobView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_pricing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pricing, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Pricing) graphql.Marshaler {
+			return ec.marshalOPricing2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPricing(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Job_pricing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Job",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pricing(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Job_artifacts(ctx context.Context, field graphql.CollectedField, obj *domain.JobView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6629,6 +7068,73 @@ func (ec *executionContext) fieldContext_Job_artifacts(_ context.Context, field 
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Artifact(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Job_artifactCount(ctx context.Context, field graphql.CollectedField, obj *domain.JobView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_artifactCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_artifactCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Job_artifactsConnection(ctx context.Context, field graphql.CollectedField, obj *domain.JobView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_artifactsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Job().ArtifactsConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ArtifactConnection) graphql.Marshaler {
+			return ec.marshalNArtifactConnection2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐArtifactConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_artifactsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Job",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Job_artifactsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -7695,11 +8201,11 @@ func (ec *executionContext) _Operation_price(ctx context.Context, field graphql.
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v domain.Price) graphql.Marshaler {
-			return ec.marshalNPrice2githubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPrice(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Price) graphql.Marshaler {
+			return ec.marshalOPrice2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPrice(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Operation_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -7713,6 +8219,29 @@ func (ec *executionContext) fieldContext_Operation_price(_ context.Context, fiel
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Operation_priceRule(ctx context.Context, field graphql.CollectedField, obj *domain.OperationView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Operation_priceRule(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PriceRule, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Operation_priceRule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Operation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Operation_inputFormats(ctx context.Context, field graphql.CollectedField, obj *domain.OperationView) (ret graphql.Marshaler) {
@@ -7883,6 +8412,38 @@ func (ec *executionContext) _OperationStep_when(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_OperationStep_when(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("OperationStep", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OperationStep_price(ctx context.Context, field graphql.CollectedField, obj *domain.StepView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OperationStep_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Price) graphql.Marshaler {
+			return ec.marshalNPrice2githubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPrice(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OperationStep_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OperationStep",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Price(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Organization_id(ctx context.Context, field graphql.CollectedField, obj *domain.Organization) (ret graphql.Marshaler) {
@@ -8069,16 +8630,117 @@ func (ec *executionContext) fieldContext_Price_per(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Price", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Price_base(ctx context.Context, field graphql.CollectedField, obj *domain.Price) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pricing_rule(ctx context.Context, field graphql.CollectedField, obj *domain.Pricing) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Price_base(ctx, field)
+			return ec.fieldContext_Pricing_rule(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Base, nil
+			return obj.Rule, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pricing_rule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pricing", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Pricing_pages(ctx context.Context, field graphql.CollectedField, obj *domain.Pricing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pricing_pages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pages, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pricing_pages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pricing", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Pricing_estimated(ctx context.Context, field graphql.CollectedField, obj *domain.Pricing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pricing_estimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Estimated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pricing_estimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pricing", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Pricing_lines(ctx context.Context, field graphql.CollectedField, obj *domain.Pricing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pricing_lines(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lines, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.PricingLine) graphql.Marshaler {
+			return ec.marshalNPricingLine2ᚕgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPricingLineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pricing_lines(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Pricing",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PricingLine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Pricing_credits(ctx context.Context, field graphql.CollectedField, obj *domain.Pricing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pricing_credits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Credits, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
@@ -8088,8 +8750,132 @@ func (ec *executionContext) _Price_base(ctx context.Context, field graphql.Colle
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Price_base(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Price", field, false, false, errors.New("field of type Int64 does not have child fields"))
+func (ec *executionContext) fieldContext_Pricing_credits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pricing", field, false, false, errors.New("field of type Int64 does not have child fields"))
+}
+
+func (ec *executionContext) _PricingLine_step(ctx context.Context, field graphql.CollectedField, obj *domain.PricingLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PricingLine_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PricingLine_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PricingLine", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PricingLine_operation(ctx context.Context, field graphql.CollectedField, obj *domain.PricingLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PricingLine_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PricingLine_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PricingLine", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PricingLine_price(ctx context.Context, field graphql.CollectedField, obj *domain.PricingLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PricingLine_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Price) graphql.Marshaler {
+			return ec.marshalNPrice2githubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPrice(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PricingLine_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PricingLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Price(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PricingLine_units(ctx context.Context, field graphql.CollectedField, obj *domain.PricingLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PricingLine_units(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Units, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PricingLine_units(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PricingLine", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _PricingLine_credits(ctx context.Context, field graphql.CollectedField, obj *domain.PricingLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PricingLine_credits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Credits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PricingLine_credits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PricingLine", field, false, false, errors.New("field of type Int64 does not have child fields"))
 }
 
 func (ec *executionContext) _Project_id(ctx context.Context, field graphql.CollectedField, obj *domain.Project) (ret graphql.Marshaler) {
@@ -8379,7 +9165,7 @@ func (ec *executionContext) _Query_jobs(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Jobs(ctx, fc.Args["projectId"].(*string), fc.Args["state"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Jobs(ctx, fc.Args["projectId"].(*string), fc.Args["state"].(*string), fc.Args["fileId"].(*string), fc.Args["batchId"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.JobConnection) graphql.Marshaler {
@@ -12598,6 +13384,97 @@ func (ec *executionContext) _Artifact(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var artifactConnectionImplementors = []string{"ArtifactConnection"}
+
+func (ec *executionContext) _ArtifactConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ArtifactConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArtifactConnection")
+		case "edges":
+			out.Values[i] = ec._ArtifactConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ArtifactConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ArtifactConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var artifactEdgeImplementors = []string{"ArtifactEdge"}
+
+func (ec *executionContext) _ArtifactEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ArtifactEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArtifactEdge")
+		case "cursor":
+			out.Values[i] = ec._ArtifactEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ArtifactEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var batchImplementors = []string{"Batch"}
 
 func (ec *executionContext) _Batch(ctx context.Context, sel ast.SelectionSet, obj *domain.BatchView) graphql.Marshaler {
@@ -13756,6 +14633,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "pricing":
+			out.Values[i] = ec._Job_pricing(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "artifacts":
 			field := field
 
@@ -13766,6 +14648,49 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 					}
 				}()
 				res = ec._Job_artifacts(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "artifactCount":
+			out.Values[i] = ec._Job_artifactCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "artifactsConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Job_artifactsConnection(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -14149,6 +15074,11 @@ func (ec *executionContext) _Operation(ctx context.Context, sel ast.SelectionSet
 			}
 		case "price":
 			out.Values[i] = ec._Operation_price(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "priceRule":
+			out.Values[i] = ec._Operation_priceRule(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -14251,6 +15181,11 @@ func (ec *executionContext) _OperationStep(ctx context.Context, sel ast.Selectio
 		case "when":
 			out.Values[i] = ec._OperationStep_when(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "price":
+			out.Values[i] = ec._OperationStep_price(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -14392,8 +15327,119 @@ func (ec *executionContext) _Price(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "base":
-			out.Values[i] = ec._Price_base(ctx, field, obj)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var pricingImplementors = []string{"Pricing"}
+
+func (ec *executionContext) _Pricing(ctx context.Context, sel ast.SelectionSet, obj *domain.Pricing) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pricingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Pricing")
+		case "rule":
+			out.Values[i] = ec._Pricing_rule(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pages":
+			out.Values[i] = ec._Pricing_pages(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "estimated":
+			out.Values[i] = ec._Pricing_estimated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lines":
+			out.Values[i] = ec._Pricing_lines(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "credits":
+			out.Values[i] = ec._Pricing_credits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var pricingLineImplementors = []string{"PricingLine"}
+
+func (ec *executionContext) _PricingLine(ctx context.Context, sel ast.SelectionSet, obj *domain.PricingLine) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pricingLineImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PricingLine")
+		case "step":
+			out.Values[i] = ec._PricingLine_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "operation":
+			out.Values[i] = ec._PricingLine_operation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "price":
+			out.Values[i] = ec._PricingLine_price(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "units":
+			out.Values[i] = ec._PricingLine_units(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "credits":
+			out.Values[i] = ec._PricingLine_credits(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -16425,6 +17471,42 @@ func (ec *executionContext) marshalNArtifact2ᚖgithubᚗcomᚋfilemillᚋfilemi
 	return ec._Artifact(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNArtifactConnection2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐArtifactConnection(ctx context.Context, sel ast.SelectionSet, v *model.ArtifactConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ArtifactConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNArtifactEdge2ᚕᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐArtifactEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ArtifactEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNArtifactEdge2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐArtifactEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNArtifactEdge2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋgraphᚋmodelᚐArtifactEdge(ctx context.Context, sel ast.SelectionSet, v *model.ArtifactEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ArtifactEdge(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNBatch2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐBatchView(ctx context.Context, sel ast.SelectionSet, v *domain.BatchView) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -17024,6 +18106,26 @@ func (ec *executionContext) unmarshalNPartInput2ᚖgithubᚗcomᚋfilemillᚋfil
 
 func (ec *executionContext) marshalNPrice2githubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPrice(ctx context.Context, sel ast.SelectionSet, v domain.Price) graphql.Marshaler {
 	return ec._Price(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPricingLine2githubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPricingLine(ctx context.Context, sel ast.SelectionSet, v domain.PricingLine) graphql.Marshaler {
+	return ec._PricingLine(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPricingLine2ᚕgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPricingLineᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.PricingLine) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPricingLine2githubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPricingLine(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNProject2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐProject(ctx context.Context, sel ast.SelectionSet, v *domain.Project) graphql.Marshaler {
@@ -17701,6 +18803,20 @@ func (ec *executionContext) marshalOJobState2ᚖstring(ctx context.Context, sel 
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOPrice2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPrice(ctx context.Context, sel ast.SelectionSet, v *domain.Price) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Price(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOPricing2ᚖgithubᚗcomᚋfilemillᚋfilemillᚋdomainᚐPricing(ctx context.Context, sel ast.SelectionSet, v *domain.Pricing) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Pricing(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -47,6 +47,26 @@ func (r *jobResolver) Artifacts(ctx context.Context, obj *domain.JobView) ([]*do
 	return artifactViews(arts), nil
 }
 
+// ArtifactsConnection is the resolver for the artifactsConnection field.
+func (r *jobResolver) ArtifactsConnection(ctx context.Context, obj *domain.JobView, first *int, after *string) (*model.ArtifactConnection, error) {
+	page, err := pageOf(first, after)
+	if err != nil {
+		return nil, err
+	}
+	list, err := r.svc.Jobs.ListJobArtifacts(ctx, principal(ctx), obj.ID, page)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	c := &model.ArtifactConnection{PageInfo: pageInfo(list, func(a *domain.Artifact) string { return a.ID }),
+		Nodes: []*domain.ArtifactView{}, Edges: []*model.ArtifactEdge{}}
+	for _, a := range list.Data {
+		v := ptr(a.View())
+		c.Nodes = append(c.Nodes, v)
+		c.Edges = append(c.Edges, &model.ArtifactEdge{Cursor: encodeCursor(a.ID), Node: v})
+	}
+	return c, nil
+}
+
 // CreateJob is the resolver for the createJob field.
 func (r *mutationResolver) CreateJob(ctx context.Context, input model.CreateJobInput, idempotencyKey *string) (*domain.JobView, error) {
 	a, err := r.do(ctx, idempotencyKey, domain.JobRequest{FileID: input.FileID, Operation: str(input.Operation),

@@ -89,12 +89,13 @@ func setComplexity(c *ComplexityRoot) {
 		}
 		return *first
 	}
-	c.Query.Jobs = func(child int, _ *string, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
+	c.Query.Jobs = func(child int, _, _, _, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
 	c.Query.Files = func(child int, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
 	c.Query.WebhookEndpoints = func(child int, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
 	// A file's history is a read of its own, and long-lived files have many entries.
 	c.File.History = func(child int) int { return 10 + 10*child }
 	c.File.Artifacts = func(child int) int { return 1 + 5*child }
 	c.Job.Artifacts = func(child int) int { return 1 + 5*child }
+	c.Job.ArtifactsConnection = func(child int, first *int, _ *string) int { return 1 + page(first)*child }
 	c.Batch.Items = func(child int) int { return 1 + domain.MaxBatchSize*child }
 }

@@ -80,13 +80,14 @@ func (r *queryResolver) Job(ctx context.Context, id string) (*domain.JobView, er
 }
 
 // Jobs is the resolver for the jobs field.
-func (r *queryResolver) Jobs(ctx context.Context, projectID *string, state *string, first *int, after *string) (*model.JobConnection, error) {
+func (r *queryResolver) Jobs(ctx context.Context, projectID *string, state *string, fileID *string, batchID *string, first *int, after *string) (*model.JobConnection, error) {
 	page, err := pageOf(first, after)
 	if err != nil {
 		return nil, err
 	}
 	p := principal(ctx)
-	list, err := r.svc.Jobs.ListJobs(ctx, p, domain.JobQuery{ProjectID: str(projectID), State: str(state), Page: page})
+	list, err := r.svc.Jobs.ListJobs(ctx, p, domain.JobQuery{ProjectID: str(projectID), State: str(state),
+		FileID: str(fileID), BatchID: str(batchID), Page: page})
 	if err != nil {
 		return nil, pageError(err)
 	}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,12 +19,14 @@ import (
 )
 
 // Workers tell which engine families they run through Redis: each worker process
-// keeps a hash of its families and their versions under a key that expires unless it is
-// renewed, and lists itself in a set. An operation is available while a live worker
-// runs its engines; a worker that dies stops counting when its key expires.
+// keeps a hash of its families under a key that expires unless it is renewed, and lists
+// itself in a set. An operation is available while a live worker runs its engines; a
+// worker that dies stops counting when its key expires. Each family's value is a JSON
+// object of what admission needs to know of it (version, languages, longest document);
+// a plain string is the version alone, as workers of earlier releases wrote it.
 const (
 	engineWorkersKey   = "fm:engine-workers" // set of worker ids
-	engineWorkerPrefix = "fm:engine-worker:" // hash per worker: family -> version
+	engineWorkerPrefix = "fm:engine-worker:" // hash per worker: family -> its EngineInfo as JSON
 )
 
 // Heartbeat timing: a worker renews its announcement every heartbeatEvery; it is
@@ -59,12 +62,12 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) <-chan map[s
 	id := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), domain.NewID(""))
 	key := engineWorkerPrefix + id
 	var mu sync.Mutex
-	passing := map[string]string{} // family -> version, for the engines whose check passed
+	passing := map[string]domain.EngineInfo{} // for the engines whose check passed
 	failing := map[string]bool{}
 	first := map[string]error{}
 	for name, e := range engines {
 		if _, ok := e.(CheckedEngine); !ok {
-			passing[name] = ""
+			passing[name] = domain.DescribeEngine(e)
 			first[name] = nil
 		}
 	}
@@ -83,6 +86,9 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) <-chan map[s
 				cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 				err := ce.Check(cctx)
 				cancel()
+				// Read with the check: languages may be installed while it runs.
+				info := domain.DescribeEngine(e)
+				info.Version = ce.Version()
 				if ctx.Err() != nil {
 					return
 				}
@@ -101,7 +107,7 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) <-chan map[s
 				if err != nil {
 					delete(passing, name)
 				} else {
-					passing[name] = ce.Version()
+					passing[name] = info
 				}
 			}()
 		}
@@ -117,8 +123,12 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) <-chan map[s
 	s.Locally(heartbeatEvery, func(ctx context.Context) {
 		mu.Lock()
 		fields := make(map[string]any, len(passing))
-		for name, version := range passing {
-			fields[name] = version
+		for name, info := range passing {
+			raw, err := json.Marshal(info)
+			if err != nil {
+				continue // plain fields always marshal
+			}
+			fields[name] = string(raw)
 		}
 		mu.Unlock()
 		pipe := s.rdb.TxPipeline()
@@ -163,7 +173,8 @@ func NewDirectory(rdb redis.UniversalClient, ttl time.Duration) *Directory {
 }
 
 // LiveEngines returns the families some live worker runs, with the version the first
-// one reports and how many run it.
+// one reports, how many run it, and what all of them can do: the languages every one
+// has, the longest document every one reads.
 func (d *Directory) LiveEngines(ctx context.Context) (map[string]domain.EngineInfo, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -193,13 +204,8 @@ func (d *Directory) LiveEngines(ctx context.Context) (map[string]domain.EngineIn
 			gone = append(gone, ids[i]) // its key expired: the worker died
 			continue
 		}
-		for family, version := range fields {
-			info := out[family]
-			if info.Workers == 0 {
-				info.Version = version
-			}
-			info.Workers++
-			out[family] = info
+		for family, raw := range fields {
+			out[family] = combineEngineInfo(out[family], parseEngineInfo(raw))
 		}
 	}
 	if len(gone) > 0 {
@@ -207,6 +213,38 @@ func (d *Directory) LiveEngines(ctx context.Context) (map[string]domain.EngineIn
 	}
 	d.cached, d.at = out, time.Now()
 	return out, nil
+}
+
+// parseEngineInfo reads a family's value in a worker's hash: JSON, or the version alone
+// from a worker of an earlier release.
+func parseEngineInfo(raw string) domain.EngineInfo {
+	var info domain.EngineInfo
+	if !strings.HasPrefix(raw, "{") || json.Unmarshal([]byte(raw), &info) != nil {
+		return domain.EngineInfo{Version: raw}
+	}
+	return info
+}
+
+// combineEngineInfo adds one more worker's report of a family to what the workers
+// before it reported. Any of them may take a job, so a language counts only when each
+// that tells its languages has it, and the page limit is the lowest told.
+func combineEngineInfo(acc, w domain.EngineInfo) domain.EngineInfo {
+	if acc.Workers == 0 {
+		w.Workers = 1
+		return w
+	}
+	acc.Workers++
+	switch {
+	case w.Languages == nil:
+	case acc.Languages == nil:
+		acc.Languages = w.Languages
+	default:
+		acc.Languages = slices.DeleteFunc(acc.Languages, func(l string) bool { return !slices.Contains(w.Languages, l) })
+	}
+	if w.MaxPages > 0 && (acc.MaxPages == 0 || w.MaxPages < acc.MaxPages) {
+		acc.MaxPages = w.MaxPages
+	}
+	return acc
 }
 
 // DefaultWorkerPollInterval is how often an idle worker looks for jobs that no enqueue

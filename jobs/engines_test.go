@@ -32,6 +32,16 @@ func (e *checkedEngine) Check(context.Context) error {
 	return nil
 }
 
+// ocrLike is a checked engine that tells its languages and page limit, as OCR does.
+type ocrLike struct {
+	checkedEngine
+	langs    []string
+	maxPages int
+}
+
+func (e *ocrLike) Languages() ([]string, error) { return e.langs, nil }
+func (e *ocrLike) MaxPages() int                { return e.maxPages }
+
 // TestEngineDirectory: what workers advertise is what the directory reads; an engine
 // whose check fails is not advertised; a worker that stops is gone at once.
 func TestEngineDirectory(t *testing.T) {
@@ -54,20 +64,25 @@ func TestEngineDirectory(t *testing.T) {
 		scan.broken.Store(true)
 		var firstChecks <-chan map[string]error
 		w1 := b.server(t, fastConfig(), func(s *jobs.Server) {
-			firstChecks = s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}, "scan": scan})
+			firstChecks = s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}, "scan": scan,
+				"ocr": &ocrLike{checkedEngine: checkedEngine{version: "tesseract 5"}, langs: []string{"deu", "eng"}, maxPages: 500}})
 		})
 		w2 := b.server(t, fastConfig(), func(s *jobs.Server) {
-			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"}})
+			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"},
+				"ocr": &ocrLike{checkedEngine: checkedEngine{version: "tesseract 5"}, langs: []string{"eng", "fra"}, maxPages: 300}})
 		})
 		require.Eventually(t, func() bool {
 			live, err = dir.LiveEngines(ctx)
 			return err == nil && live["pdf"].Workers == 2
 		}, 10*time.Second, 10*time.Millisecond)
 		require.Equal(t, "pdfcpu 0.15", live["pdf"].Version)
+		require.Nil(t, live["pdf"].Languages, "an engine without languages tells none")
+		require.Equal(t, domain.EngineInfo{Version: "tesseract 5", Workers: 2, Languages: []string{"eng"}, MaxPages: 300}, live["ocr"],
+			"any worker may take a job: the languages all have, the lowest page limit")
 		require.NotContains(t, live, "scan", "an engine that fails its check is not advertised")
 		require.Contains(t, b.logs.String(), "engine unavailable")
 		first := <-firstChecks // the outcome of the first checks, for the report at start
-		require.Len(t, first, 2)
+		require.Len(t, first, 3)
 		require.NoError(t, first["pdf"])
 		require.EqualError(t, first["scan"], "tool missing")
 
@@ -75,6 +90,15 @@ func TestEngineDirectory(t *testing.T) {
 		live, err = dir.LiveEngines(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, live["pdf"].Workers, "a worker that stops leaves at once")
+		require.Equal(t, []string{"deu", "eng"}, live["ocr"].Languages)
+
+		// A worker of an earlier release wrote the version alone.
+		require.NoError(t, rdb.HSet(ctx, "fm:engine-worker:old", "pdf", "pdfcpu 0.11").Err())
+		require.NoError(t, rdb.SAdd(ctx, "fm:engine-workers", "old").Err())
+		live, err = dir.LiveEngines(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, live["pdf"].Workers)
+		require.NoError(t, rdb.Del(ctx, "fm:engine-worker:old").Err())
 		w1.Shutdown()
 		live, err = dir.LiveEngines(ctx)
 		require.NoError(t, err)

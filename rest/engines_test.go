@@ -25,6 +25,14 @@ import (
 
 func engineSetup(t *testing.T) *bundle {
 	t.Helper()
+	engines, _ := documentEngines(t)
+	return setup(t, setupOpts{worker: true, engines: engines})
+}
+
+// documentEngines are the real pdf, office and ai engines, and the PDFium pool the ai
+// engine reads with, for engines added beside them to share.
+func documentEngines(t *testing.T) (map[string]domain.Engine, *pdfium.Pool) {
+	t.Helper()
 	pdfEngine, err := pdf.New(pdf.DefaultConfig())
 	require.NoError(t, err)
 	oc := office.DefaultConfig()
@@ -41,7 +49,7 @@ func engineSetup(t *testing.T) *bundle {
 	ac.Pool = pool
 	aiEngine, err := aiready.New(ac)
 	require.NoError(t, err)
-	return setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"pdf": pdfEngine, "office": officeEngine, "ai": aiEngine}})
+	return map[string]domain.Engine{"pdf": pdfEngine, "office": officeEngine, "ai": aiEngine}, pool
 }
 
 // pdfText is what pdftotext, an independent reader, finds in a PDF.

@@ -13,7 +13,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *domain.Prin
 		return
 	}
 	q := r.URL.Query()
-	list, err := s.svc.Jobs.ListJobs(r.Context(), p, domain.JobQuery{ProjectID: q.Get("project_id"), State: q.Get("state"), Page: page})
+	list, err := s.svc.Jobs.ListJobs(r.Context(), p, domain.JobQuery{ProjectID: q.Get("project_id"), State: q.Get("state"),
+		FileID: q.Get("file_id"), BatchID: q.Get("batch_id"), Page: page})
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -28,6 +29,20 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p *domain.Princi
 		return
 	}
 	writeJSON(w, http.StatusOK, j.View())
+}
+
+func (s *Server) listJobArtifacts(w http.ResponseWriter, r *http.Request, p *domain.Principal) {
+	page, err := pageFrom(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	list, err := s.svc.Jobs.ListJobArtifacts(r.Context(), p, r.PathValue("job_id"), page)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newList(list, (*domain.Artifact).View, func(a *domain.Artifact) string { return a.ID }))
 }
 
 func (s *Server) listWebhookEndpoints(w http.ResponseWriter, r *http.Request, p *domain.Principal) {

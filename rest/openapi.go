@@ -31,6 +31,20 @@ var openAPIJSON = sync.OnceValue(func() []byte {
 	return b
 })
 
+// APIVersion is the version of the /v1 contract: the OpenAPI document's info.version.
+var APIVersion = func() string {
+	var root yaml.Node
+	if err := yaml.Unmarshal(openAPIYAML, &root); err == nil && len(root.Content) > 0 {
+		if v := mappingValue(mappingValue(root.Content[0], "info"), "version"); v != nil && v.Value != "" {
+			return v.Value
+		}
+	}
+	panic("rest: openapi.yaml has no info.version") // embedded and tested: a build defect
+}()
+
+// DocsURL is where people read how to use the service: the project's README.
+const DocsURL = "https://github.com/filemill/filemill#readme"
+
 // OpenAPIJSON returns the OpenAPI 3.1 document of the /v1 contract as JSON. The caller
 // owns the returned slice.
 func OpenAPIJSON() []byte { return bytes.Clone(openAPIJSON()) }

@@ -57,13 +57,16 @@ var contractOperations = []string{
 	"GET /v1/events/{event_id}",
 	"GET /v1/usage",
 	"GET /v1/operations",
+	"GET /v1/jobs/{job_id}/artifacts",
+	"GET /v1",
+	"GET /v1/",
 	"GET /v1/openapi.json",
 	"GET /healthz",
 	"GET /readyz",
 }
 
 // unauthenticated operations need no key, hence no 401/403.
-var unauthenticated = map[string]bool{"GET /v1/openapi.json": true, "GET /healthz": true, "GET /readyz": true}
+var unauthenticated = map[string]bool{"GET /v1/openapi.json": true, "GET /v1": true, "GET /v1/": true, "GET /healthz": true, "GET /readyz": true}
 
 var (
 	docOnce sync.Once
@@ -369,7 +372,9 @@ func newFixture(t *testing.T) fixture {
 
 	started := now.Add(-time.Second)
 	j := &domain.Job{ID: fx.jobID, ProjectID: fx.projectID, FileID: fx.fileID, Preset: "inspect", State: domain.JobQueued,
-		CreditsReserved: 1, CreatedAt: now}
+		CreditsReserved: 2, CreatedAt: now, Pricing: &domain.Pricing{Rule: "inspect: 1 credit per file; scan: 1 credit per file", Pages: 1, Credits: 2,
+			Lines: []domain.PricingLine{{Step: "inspect", Operation: "inspect", Price: domain.Price{Credits: 1, Per: domain.PerFile}, Units: 1, Credits: 1},
+				{Step: "scan", Operation: "scan", Price: domain.Price{Credits: 1, Per: domain.PerFile}, Units: 1, Credits: 1}}}}
 	fx.job = j.View()
 	fj := *j
 	fj.ID, fj.Preset, fj.Operation, fj.State, fj.Options = domain.NewID(domain.PrefixJob), "", "ocr", domain.JobFailed, json.RawMessage(`{"language":"eng"}`)
@@ -523,6 +528,9 @@ func TestOpenAPIValidatorAcceptsTheServersRepresentations(t *testing.T) {
 		"JobQueued":           {"POST", "/v1/jobs", 202, fx.job, nil},
 		"JobFailed":           {"GET", "/v1/jobs/" + fx.jobID, 200, fx.failedJob, nil},
 		"JobList":             {"GET", "/v1/jobs?state=queued", 200, list(t, fx.job, fx.failedJob), nil},
+		"JobListByFile":       {"GET", "/v1/jobs?file_id=" + fx.fileID, 200, list(t, fx.job), nil},
+		"JobArtifacts":        {"GET", "/v1/jobs/" + fx.jobID + "/artifacts?limit=1", 200, list(t, fx.file.Artifacts[0]), nil},
+		"ApiIndex":            {"GET", "/v1", 200, map[string]any{"object": "api", "version": "1.0.0", "links": map[string]any{"openapi": "/v1/openapi.json", "docs": rest.DocsURL, "operations": "/v1/operations", "graphql": "/graphql"}}, nil},
 		"JobCancelled":        {"POST", "/v1/jobs/" + fx.jobID + "/cancel", 200, with(object(t, fx.job), map[string]any{"state": "cancelled"}), nil},
 		"Batch":               {"POST", "/v1/batches", 202, fx.batch, nil},
 		"BatchGet":            {"GET", "/v1/batches/" + fx.batch.ID, 200, fx.batch, nil},

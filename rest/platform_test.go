@@ -150,8 +150,14 @@ func TestPresetIsAPipeline(t *testing.T) {
 	for _, op := range ops["data"].([]any) {
 		if op := op.(map[string]any); op["name"] == "document" {
 			require.Equal(t, "preset", op["kind"])
-			require.Equal(t, map[string]any{"credits": 3.0, "per": "file"}, op["price"])
+			require.Nil(t, op["price"], "a preset has no price of its own")
 			require.Len(t, op["steps"], 2)
+			var sum float64
+			for _, st := range op["steps"].([]any) {
+				sum += st.(map[string]any)["price"].(map[string]any)["credits"].(float64)
+			}
+			require.EqualValues(t, 3, sum, "it costs the sum of its steps")
+			require.Contains(t, op["price_rule"], "the sum of the steps that run for the file")
 			return
 		}
 	}

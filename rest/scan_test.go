@@ -124,3 +124,22 @@ func TestDeeplyNestedArchiveIsRejectedForItsNesting(t *testing.T) {
 	require.Len(t, nesting, 1, "%v", e)
 	require.Contains(t, nesting[0], "nests archives")
 }
+
+// TestValidationScanWhileTheScannerIsDown: a scanner that does not answer refuses the
+// policy when the session is created, before the bytes are sent, rather than leaving
+// the file awaiting an upload that can never complete.
+func TestValidationScanWhileTheScannerIsDown(t *testing.T) {
+	t.Parallel()
+	c := scan.DefaultConfig()
+	c.ClamdAddress = "tcp://127.0.0.1:1" // nothing listens there
+	scanner, err := scan.New(c)
+	require.NoError(t, err)
+	b := setup(t, setupOpts{scanner: scanner})
+	r := b.do(req{method: "POST", path: "/v1/uploads", key: b.liveA, idem: idem(),
+		body: map[string]any{"filename": "a.txt", "byte_size": 3, "validation": map[string]any{"scan": true}}})
+	require.Equal(t, 503, r.status, string(r.body))
+	require.Equal(t, domain.CodeProcessingUnavailable, r.errorCode(t))
+	require.Equal(t, "validation.scan", r.json(t)["error"].(map[string]any)["param"])
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	require.Empty(t, b.do(req{method: "GET", path: "/v1/files", key: b.liveA}).json(t)["data"], "no file awaits an upload")
+}

@@ -72,6 +72,10 @@ func (s *Server) routes() {
 		panic("rest: openapi document: " + err.Error()) // the embedded document and the registry are fixed at build time
 	}
 	s.mux.Handle("GET /v1/openapi.json", s.public(OpenAPIHandler(doc)))
+	// The API's index, at /v1 and /v1/ alike: what a person trying the API finds first.
+	index := s.public(http.HandlerFunc(s.apiIndex))
+	s.mux.Handle("GET /v1", index)
+	s.mux.Handle("GET /v1/{$}", index)
 
 	// Uploads and files.
 	s.api("POST /v1/uploads", domain.ScopeFilesWrite, s.createUpload)
@@ -90,6 +94,7 @@ func (s *Server) routes() {
 	s.api("POST /v1/jobs", domain.ScopeJobsWrite, s.createJob)
 	s.api("GET /v1/jobs", domain.ScopeJobsRead, s.listJobs)
 	s.api("GET /v1/jobs/{job_id}", domain.ScopeJobsRead, s.getJob)
+	s.api("GET /v1/jobs/{job_id}/artifacts", domain.ScopeJobsRead, s.listJobArtifacts)
 	s.api("POST /v1/jobs/{job_id}/cancel", domain.ScopeJobsWrite, s.cancelJob)
 	s.api("POST /v1/batches", domain.ScopeJobsWrite, s.createBatch)
 	s.api("GET /v1/batches/{batch_id}", domain.ScopeJobsRead, s.getBatch)
@@ -108,10 +113,13 @@ func (s *Server) routes() {
 	s.api("GET /v1/events", domain.ScopeWebhooksRead, s.listEvents)
 	s.api("GET /v1/events/{event_id}", domain.ScopeWebhooksRead, s.getEvent)
 
-	// Anything else under /v1 is a 404 in the contract's error shape, with the headers.
-	s.mux.Handle("/v1/", s.public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Anything else under /v1 is a 404 in the contract's error shape, with the headers
+	// (never a redirect from /v1 to /v1/).
+	noRoute := s.public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, domain.Errorf(domain.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})))
+	}))
+	s.mux.Handle("/v1/", noRoute)
+	s.mux.Handle("/v1", noRoute)
 }
 
 // apiHandler is a /v1 handler that runs for an authenticated principal.
@@ -140,6 +148,22 @@ func (s *Server) api(pattern, scope string, h apiHandler) {
 		h(w, r, p)
 	})
 	s.mux.Handle(pattern, s.withMetrics(pattern, s.withTimeout(s.withAuth(handler))))
+}
+
+// apiIndexView is the answer of GET /v1: the version and where to go next.
+type apiIndexView struct {
+	Object  string            `json:"object"`
+	Version string            `json:"version"`
+	Links   map[string]string `json:"links"`
+}
+
+func (s *Server) apiIndex(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, apiIndexView{Object: "api", Version: APIVersion, Links: map[string]string{
+		"openapi":    "/v1/openapi.json",
+		"docs":       DocsURL,
+		"operations": "/v1/operations",
+		"graphql":    "/graphql",
+	}})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -335,24 +335,6 @@ func (e OperationKind) Valid() bool {
 	}
 }
 
-// Defines values for OperationPricePer.
-const (
-	OperationPricePerFile OperationPricePer = "file"
-	OperationPricePerPage OperationPricePer = "page"
-)
-
-// Valid indicates whether the value is a known member of the OperationPricePer enum.
-func (e OperationPricePer) Valid() bool {
-	switch e {
-	case OperationPricePerFile:
-		return true
-	case OperationPricePerPage:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for Preset.
 const (
 	PresetAiReady  Preset = "ai-ready"
@@ -374,6 +356,27 @@ func (e Preset) Valid() bool {
 	case PresetImage:
 		return true
 	case PresetInspect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PricePer.
+const (
+	PricePerFile   PricePer = "file"
+	PricePerOutput PricePer = "output"
+	PricePerPage   PricePer = "page"
+)
+
+// Valid indicates whether the value is a known member of the PricePer enum.
+func (e PricePer) Valid() bool {
+	switch e {
+	case PricePerFile:
+		return true
+	case PricePerOutput:
+		return true
+	case PricePerPage:
 		return true
 	default:
 		return false
@@ -530,6 +533,27 @@ func (e GetWebhookEndpoint200JSONResponseBodyStatus) Valid() bool {
 	}
 }
 
+// ApiIndex defines model for ApiIndex.
+type ApiIndex struct {
+	Links struct {
+		// Docs How to use the service.
+		Docs string `json:"docs"`
+
+		// Graphql The GraphQL door.
+		Graphql string `json:"graphql"`
+
+		// Openapi This document, as JSON.
+		Openapi string `json:"openapi"`
+
+		// Operations The catalogue of operations and presets, with their prices.
+		Operations string `json:"operations"`
+	} `json:"links"`
+	Object interface{} `json:"object"`
+
+	// Version The version of this document (`info.version`).
+	Version string `json:"version"`
+}
+
 // Artifact An output of a job on a file; downloadable with `POST /v1/files/{file_id}/download-url` and its `artifact_id`.
 type Artifact struct {
 	ByteSize int `json:"byte_size"`
@@ -552,6 +576,16 @@ type Artifact struct {
 
 // ArtifactId defines model for ArtifactId.
 type ArtifactId = string
+
+// ArtifactList A page of a job's artifacts, in the order the job made them (oldest first, unlike other lists).
+type ArtifactList struct {
+	Data    interface{} `json:"data"`
+	HasMore bool        `json:"has_more"`
+
+	// NextCursor Pass as `starting_after` for the next page; null on the last page.
+	NextCursor *string     `json:"next_cursor"`
+	Object     interface{} `json:"object"`
+}
 
 // Batch defines model for Batch.
 type Batch struct {
@@ -1069,8 +1103,18 @@ type HistoryList struct {
 
 // Job defines model for Job.
 type Job struct {
+	// ArtifactCount How many artifacts the job made (at most `FILEMILL_MAX_ARTIFACTS_PER_JOB`, 1,000 by default).
+	ArtifactCount int `json:"artifact_count"`
+
+	// Artifacts The first 10 artifacts, in the order the job made them (the contract's `artifacts`
+	// of a job, bounded so that a job, a list of jobs and an event keep their size
+	// whatever the job made). `artifact_count` says how many there are; all of them are
+	// paged from `artifacts_url`.
 	Artifacts []Artifact `json:"artifacts"`
-	Attempts  int        `json:"attempts"`
+
+	// ArtifactsUrl `/v1/jobs/{id}/artifacts`: every artifact of the job, a page at a time.
+	ArtifactsUrl string `json:"artifacts_url"`
+	Attempts     int    `json:"attempts"`
 
 	// BatchId The batch this job is a member of.
 	BatchId *BatchId `json:"batch_id"`
@@ -1078,10 +1122,10 @@ type Job struct {
 	// CreatedAt RFC 3339, UTC.
 	CreatedAt Timestamp `json:"created_at"`
 
-	// CreditsCharged Charged at settlement (never above the reservation); failed and cancelled jobs are charged nothing.
+	// CreditsCharged Charged at settlement by the same prices as `pricing`, applied to the pages each step actually read and the documents it made, never above the reservation; failed and cancelled jobs are charged nothing.
 	CreditsCharged int `json:"credits_charged"`
 
-	// CreditsReserved Reserved at creation, atomically with it.
+	// CreditsReserved Reserved at creation, atomically with it; `pricing` shows how it was computed.
 	CreditsReserved int `json:"credits_reserved"`
 
 	// Error Why the job failed; null otherwise.
@@ -1097,7 +1141,10 @@ type Job struct {
 	Operation *string                `json:"operation"`
 	Options   map[string]interface{} `json:"options"`
 	Preset    *JobPreset             `json:"preset"`
-	Progress  int                    `json:"progress"`
+
+	// Pricing How `credits_reserved` was computed; null for jobs created before it was kept.
+	Pricing  *Pricing `json:"pricing"`
+	Progress int      `json:"progress"`
 
 	// ProjectId Examples: prj_01JD8X6Q2V9W3Z4Y5A6B7C8D9E
 	ProjectId ProjectId          `json:"project_id"`
@@ -1162,12 +1209,11 @@ type Operation struct {
 	// OptionsSchema JSON Schema of the `options` this operation accepts.
 	OptionsSchema map[string]interface{} `json:"options_schema"`
 
-	// Price What a job costs: `credits` per file, or per page for page-wise work (pages counted at completion, or estimated for files without a count), plus `base` once per file. A preset costs the sum of the steps that run for the file. A job reserves its estimate at creation and is charged the pages it actually processed.
-	Price struct {
-		Base    *int              `json:"base,omitempty"`
-		Credits int               `json:"credits"`
-		Per     OperationPricePer `json:"per"`
-	} `json:"price"`
+	// Price An operation's price. Null for a preset, which costs the sum of the prices of the steps that run for the file (a step with `when` runs only for those formats); each step carries its price.
+	Price *Price `json:"price"`
+
+	// PriceRule What it costs, in words; a job's `pricing` applies it to the job's file and options.
+	PriceRule string `json:"price_rule"`
 
 	// Steps A preset's pipeline, in order; each step reads what the step before it produced. A step with `when` runs only for files of those formats.
 	Steps *[]struct {
@@ -1176,15 +1222,15 @@ type Operation struct {
 
 		// Options The step's fixed options; the preset's own options are added for the steps that take them.
 		Options map[string]interface{} `json:"options"`
-		When    *[]string              `json:"when,omitempty"`
+
+		// Price What an operation costs: `credits` for each unit it counts, `per` `file` (once per run), `page` (each page it reads: counted at completion, one for an image, the pages selected where options select them) or `output` (each document it makes: a part of `pdf.split`).
+		Price Price     `json:"price"`
+		When  *[]string `json:"when,omitempty"`
 	} `json:"steps,omitempty"`
 }
 
 // OperationKind defines model for Operation.Kind.
 type OperationKind string
-
-// OperationPricePer defines model for Operation.Price.Per.
-type OperationPricePer string
 
 // OperationList Every operation and preset, in one page.
 type OperationList struct {
@@ -1198,6 +1244,43 @@ type OperationList struct {
 
 // Preset defines model for Preset.
 type Preset string
+
+// Price What an operation costs: `credits` for each unit it counts, `per` `file` (once per run), `page` (each page it reads: counted at completion, one for an image, the pages selected where options select them) or `output` (each document it makes: a part of `pdf.split`).
+type Price struct {
+	Credits int      `json:"credits"`
+	Per     PricePer `json:"per"`
+}
+
+// PricePer defines model for Price.Per.
+type PricePer string
+
+// Pricing How a job's reservation was computed: each step that runs for the file, with the
+// catalogue's price (`GET /v1/operations`) applied to the units the step will read or
+// make, known at creation from the pages counted at completion and the options. The
+// charge applies the same prices to what each step actually read and made, never above
+// the reservation. Where the file's pages were not counted (`estimated`), they are
+// estimated from its size (one page per 64 KiB, at most 2,000), and the charge may be
+// lower.
+type Pricing struct {
+	// Credits The sum of the lines, equal to `credits_reserved`.
+	Credits   int  `json:"credits"`
+	Estimated bool `json:"estimated"`
+	Lines     []struct {
+		Credits   int    `json:"credits"`
+		Operation string `json:"operation"`
+
+		// Price What an operation costs: `credits` for each unit it counts, `per` `file` (once per run), `page` (each page it reads: counted at completion, one for an image, the pages selected where options select them) or `output` (each document it makes: a part of `pdf.split`).
+		Price Price  `json:"price"`
+		Step  string `json:"step"`
+		Units int    `json:"units"`
+	} `json:"lines"`
+
+	// Pages The file's pages the plan started from.
+	Pages int `json:"pages"`
+
+	// Rule The prices of the steps that run, in words, e.g. `convert: 5 credits per file; ai.extract: 1 credit per page read`.
+	Rule string `json:"rule"`
+}
 
 // ProjectId Examples: prj_01JD8X6Q2V9W3Z4Y5A6B7C8D9E
 type ProjectId = string
@@ -1340,7 +1423,7 @@ type ValidationPolicy struct {
 	MaxBytes *int      `json:"max_bytes,omitempty"`
 	MinBytes *int      `json:"min_bytes,omitempty"`
 
-	// Scan Scan the bytes for malware at completion (ClamAV and built-in structural rules, as the `scan` operation). A malicious file is `rejected`, and completion answers 422 `malware_detected` with its findings. When the scanner cannot be reached, completion answers 503 `dependency_unavailable` and may be repeated; on a deployment without a scanner, creating the session answers 503 `processing_unavailable`.
+	// Scan Scan the bytes for malware at completion (ClamAV and built-in structural rules, as the `scan` operation). A malicious file is `rejected`, and completion answers 422 `malware_detected` with its findings. Creating the session asks the scanner first: on a deployment without one, or while it does not answer, creation answers 503 `processing_unavailable` with `Retry-After`, before any bytes are sent. When the scanner stops answering between creation and completion, completion answers 503 `dependency_unavailable` and may be repeated.
 	Scan *bool `json:"scan,omitempty"`
 }
 
@@ -1480,6 +1563,12 @@ type FileIdPath = FileId
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// JobBatchQuery defines model for JobBatchQuery.
+type JobBatchQuery = BatchId
+
+// JobFileQuery Examples: file_01JD8X7A0K2M3N4P5Q6R7S8T9V
+type JobFileQuery = FileId
+
 // JobIdPath defines model for JobIdPath.
 type JobIdPath = JobId
 
@@ -1613,6 +1702,12 @@ type ListJobsParams struct {
 
 	// ProjectId Limit to one project of the key's organization (default — the whole organization, or the key's project for a project-restricted key). A project of another organization answers 404.
 	ProjectId *ProjectIdQuery `form:"project_id,omitempty" json:"project_id,omitempty"`
+
+	// FileId Only the jobs of this file (every run of a file, newest first). An id of the wrong shape answers 400.
+	FileId *JobFileQuery `form:"file_id,omitempty" json:"file_id,omitempty"`
+
+	// BatchId Only the members of this batch. An id of the wrong shape answers 400.
+	BatchId *JobBatchQuery `form:"batch_id,omitempty" json:"batch_id,omitempty"`
 }
 
 // CreateJobParams defines parameters for CreateJob.
@@ -1622,6 +1717,15 @@ type CreateJobParams struct {
 	// API key where the answer holds a signed URL or a webhook secret —, kept 24 hours.
 	// Missing or malformed: 400 `invalid_request` with `param: Idempotency-Key`.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListJobArtifactsParams defines parameters for ListJobArtifacts.
+type ListJobArtifactsParams struct {
+	// Limit Page size. Outside 1–100 answers 400.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The `next_cursor` of the previous page. A cursor that is not an item of this list answers 400.
+	StartingAfter *StartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 }
 
 // CancelJobParams defines parameters for CancelJob.
@@ -2393,6 +2497,18 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetApiIndex The API's index
+	//
+	// Its version and links to this document, the docs, the catalogue and the GraphQL door. Needs no key; rate-limited per client address. `/v1/` answers the same.
+	//
+	// Corresponds with GET /v1 (the `GetApiIndex` operationId).
+	GetApiIndex(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetApiIndexSlash The API's index (as `/v1`)
+	//
+	// Corresponds with GET /v1/ (the `GetApiIndexSlash` operationId).
+	GetApiIndexSlash(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateBatchWithBody Run one operation or preset on 1 to 100 files
 	//
 	// All members are admitted and priced in one transaction, or the batch does not exist.
@@ -2510,6 +2626,8 @@ type ClientInterface interface {
 
 	// ListJobs List jobs, newest first
 	//
+	// Optionally of one state, one file (`file_id`) or one batch (`batch_id`); the filters combine.
+	//
 	// Corresponds with GET /v1/jobs (the `ListJobs` operationId).
 	ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2523,8 +2641,24 @@ type ClientInterface interface {
 	// environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 	// credits charged this month plus those it holds would exceed its spend limit; 409
 	// `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-	// does not accept the file's format. The balance and both limits are enforced
-	// exactly: concurrent requests never overdraw or overshoot them.
+	// does not accept the file's format, or when the file has more pages than the engine
+	// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+	// and both limits are enforced exactly: concurrent requests never overdraw or
+	// overshoot them.
+	//
+	// What cannot run is refused here, with nothing reserved: options the file cannot
+	// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+	// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+	// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+	// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+	// `validation_failed` with `param` naming the option (`options.pages`,
+	// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+	//
+	// The reservation is the price of what the job will read and make (`pricing` on the
+	// job: exact where the file's pages were counted and the options select them), and
+	// the charge applies the same prices to what it actually read and made. A key limited
+	// to some operations runs a preset only when every step's operation is allowed (the
+	// preset `inspect` also runs `scan`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2541,8 +2675,24 @@ type ClientInterface interface {
 	// environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 	// credits charged this month plus those it holds would exceed its spend limit; 409
 	// `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-	// does not accept the file's format. The balance and both limits are enforced
-	// exactly: concurrent requests never overdraw or overshoot them.
+	// does not accept the file's format, or when the file has more pages than the engine
+	// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+	// and both limits are enforced exactly: concurrent requests never overdraw or
+	// overshoot them.
+	//
+	// What cannot run is refused here, with nothing reserved: options the file cannot
+	// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+	// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+	// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+	// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+	// `validation_failed` with `param` naming the option (`options.pages`,
+	// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+	//
+	// The reservation is the price of what the job will read and make (`pricing` on the
+	// job: exact where the file's pages were counted and the options select them), and
+	// the charge applies the same prices to what it actually read and made. A key limited
+	// to some operations runs a preset only when every step's operation is allowed (the
+	// preset `inspect` also runs `scan`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2553,6 +2703,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{job_id} (the `GetJob` operationId).
 	GetJob(ctx context.Context, jobId JobIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListJobArtifacts List a job's artifacts, in the order it made them
+	//
+	// Every artifact of the job (a job carries only its first 10), oldest first so that parts and pages come in order; `limit` and `starting_after` page it as any list. A cursor that is not an artifact of this job answers 400.
+	//
+	// Corresponds with GET /v1/jobs/{job_id}/artifacts (the `ListJobArtifacts` operationId).
+	ListJobArtifacts(ctx context.Context, jobId JobIdPath, params *ListJobArtifactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelJob Cancel a queued job
 	//
@@ -2572,7 +2729,7 @@ type ClientInterface interface {
 
 	// ListOperations List operations and presets with their options and prices
 	//
-	// Every operation and preset of the contract, whether this deployment can run it, its price in credits (per file or per page; a preset costs the sum of its steps) and the JSON schema of its options.
+	// Every operation and preset of the contract, whether this deployment can run it, its price in credits (`price`, per file, per page read or per document made; a preset costs the sum of the steps that run for the file, each step with its `price`), the price in words (`price_rule`) and the JSON schema of its options.
 	//
 	// Corresponds with GET /v1/operations (the `ListOperations` operationId).
 	ListOperations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2747,6 +2904,38 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApiIndex The API's index
+//
+// Its version and links to this document, the docs, the catalogue and the GraphQL door. Needs no key; rate-limited per client address. `/v1/` answers the same.
+//
+// Corresponds with GET /v1 (the `GetApiIndex` operationId).
+func (c *Client) GetApiIndex(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiIndexRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApiIndexSlash The API's index (as `/v1`)
+//
+// Corresponds with GET /v1/ (the `GetApiIndexSlash` operationId).
+func (c *Client) GetApiIndexSlash(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiIndexSlashRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2994,6 +3183,8 @@ func (c *Client) GetFileHistory(ctx context.Context, fileId FileIdPath, reqEdito
 
 // ListJobs List jobs, newest first
 //
+// Optionally of one state, one file (`file_id`) or one batch (`batch_id`); the filters combine.
+//
 // Corresponds with GET /v1/jobs (the `ListJobs` operationId).
 func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListJobsRequest(c.Server, params)
@@ -3017,8 +3208,24 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 // credits charged this month plus those it holds would exceed its spend limit; 409
 // `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-// does not accept the file's format. The balance and both limits are enforced
-// exactly: concurrent requests never overdraw or overshoot them.
+// does not accept the file's format, or when the file has more pages than the engine
+// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+// and both limits are enforced exactly: concurrent requests never overdraw or
+// overshoot them.
+//
+// What cannot run is refused here, with nothing reserved: options the file cannot
+// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+// `validation_failed` with `param` naming the option (`options.pages`,
+// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+//
+// The reservation is the price of what the job will read and make (`pricing` on the
+// job: exact where the file's pages were counted and the options select them), and
+// the charge applies the same prices to what it actually read and made. A key limited
+// to some operations runs a preset only when every step's operation is allowed (the
+// preset `inspect` also runs `scan`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3045,8 +3252,24 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 // credits charged this month plus those it holds would exceed its spend limit; 409
 // `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-// does not accept the file's format. The balance and both limits are enforced
-// exactly: concurrent requests never overdraw or overshoot them.
+// does not accept the file's format, or when the file has more pages than the engine
+// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+// and both limits are enforced exactly: concurrent requests never overdraw or
+// overshoot them.
+//
+// What cannot run is refused here, with nothing reserved: options the file cannot
+// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+// `validation_failed` with `param` naming the option (`options.pages`,
+// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+//
+// The reservation is the price of what the job will read and make (`pricing` on the
+// job: exact where the file's pages were counted and the options select them), and
+// the charge applies the same prices to what it actually read and made. A key limited
+// to some operations runs a preset only when every step's operation is allowed (the
+// preset `inspect` also runs `scan`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3068,6 +3291,23 @@ func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body Cr
 // Corresponds with GET /v1/jobs/{job_id} (the `GetJob` operationId).
 func (c *Client) GetJob(ctx context.Context, jobId JobIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetJobRequest(c.Server, jobId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListJobArtifacts List a job's artifacts, in the order it made them
+//
+// Every artifact of the job (a job carries only its first 10), oldest first so that parts and pages come in order; `limit` and `starting_after` page it as any list. A cursor that is not an artifact of this job answers 400.
+//
+// Corresponds with GET /v1/jobs/{job_id}/artifacts (the `ListJobArtifacts` operationId).
+func (c *Client) ListJobArtifacts(ctx context.Context, jobId JobIdPath, params *ListJobArtifactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListJobArtifactsRequest(c.Server, jobId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3116,7 +3356,7 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // ListOperations List operations and presets with their options and prices
 //
-// Every operation and preset of the contract, whether this deployment can run it, its price in credits (per file or per page; a preset costs the sum of its steps) and the JSON schema of its options.
+// Every operation and preset of the contract, whether this deployment can run it, its price in credits (`price`, per file, per page read or per document made; a preset costs the sum of the steps that run for the file, each step with its `price`), the price in words (`price_rule`) and the JSON schema of its options.
 //
 // Corresponds with GET /v1/operations (the `ListOperations` operationId).
 func (c *Client) ListOperations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3483,6 +3723,60 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetApiIndexRequest constructs an http.Request for the GetApiIndex method
+func NewGetApiIndexRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetApiIndexSlashRequest constructs an http.Request for the GetApiIndexSlash method
+func NewGetApiIndexSlashRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4074,6 +4368,30 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 
 		}
 
+		if params.FileId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "file_id", *params.FileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BatchId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "batch_id", *params.BatchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4165,6 +4483,79 @@ func NewGetJobRequest(server string, jobId JobIdPath) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListJobArtifactsRequest constructs an http.Request for the ListJobArtifacts method
+func NewListJobArtifactsRequest(server string, jobId JobIdPath, params *ListJobArtifactsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "job_id", jobId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/%s/artifacts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StartingAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "starting_after", *params.StartingAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5053,6 +5444,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// GetApiIndexWithResponse The API's index
+	//
+	// Its version and links to this document, the docs, the catalogue and the GraphQL door. Needs no key; rate-limited per client address. `/v1/` answers the same.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1 (the `GetApiIndex` operationId).
+	GetApiIndexWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiIndexResponse, error)
+
+	// GetApiIndexSlashWithResponse The API's index (as `/v1`)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/ (the `GetApiIndexSlash` operationId).
+	GetApiIndexSlashWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiIndexSlashResponse, error)
+
 	// CreateBatchWithBodyWithResponse Run one operation or preset on 1 to 100 files
 	//
 	// All members are admitted and priced in one transaction, or the batch does not exist.
@@ -5186,6 +5593,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListJobsWithResponse List jobs, newest first
 	//
+	// Optionally of one state, one file (`file_id`) or one batch (`batch_id`); the filters combine.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/jobs (the `ListJobs` operationId).
@@ -5201,8 +5610,24 @@ type ClientWithResponsesInterface interface {
 	// environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 	// credits charged this month plus those it holds would exceed its spend limit; 409
 	// `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-	// does not accept the file's format. The balance and both limits are enforced
-	// exactly: concurrent requests never overdraw or overshoot them.
+	// does not accept the file's format, or when the file has more pages than the engine
+	// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+	// and both limits are enforced exactly: concurrent requests never overdraw or
+	// overshoot them.
+	//
+	// What cannot run is refused here, with nothing reserved: options the file cannot
+	// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+	// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+	// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+	// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+	// `validation_failed` with `param` naming the option (`options.pages`,
+	// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+	//
+	// The reservation is the price of what the job will read and make (`pricing` on the
+	// job: exact where the file's pages were counted and the options select them), and
+	// the charge applies the same prices to what it actually read and made. A key limited
+	// to some operations runs a preset only when every step's operation is allowed (the
+	// preset `inspect` also runs `scan`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5219,8 +5644,24 @@ type ClientWithResponsesInterface interface {
 	// environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 	// credits charged this month plus those it holds would exceed its spend limit; 409
 	// `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-	// does not accept the file's format. The balance and both limits are enforced
-	// exactly: concurrent requests never overdraw or overshoot them.
+	// does not accept the file's format, or when the file has more pages than the engine
+	// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+	// and both limits are enforced exactly: concurrent requests never overdraw or
+	// overshoot them.
+	//
+	// What cannot run is refused here, with nothing reserved: options the file cannot
+	// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+	// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+	// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+	// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+	// `validation_failed` with `param` naming the option (`options.pages`,
+	// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+	//
+	// The reservation is the price of what the job will read and make (`pricing` on the
+	// job: exact where the file's pages were counted and the options select them), and
+	// the charge applies the same prices to what it actually read and made. A key limited
+	// to some operations runs a preset only when every step's operation is allowed (the
+	// preset `inspect` also runs `scan`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5233,6 +5674,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{job_id} (the `GetJob` operationId).
 	GetJobWithResponse(ctx context.Context, jobId JobIdPath, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
+
+	// ListJobArtifactsWithResponse List a job's artifacts, in the order it made them
+	//
+	// Every artifact of the job (a job carries only its first 10), oldest first so that parts and pages come in order; `limit` and `starting_after` page it as any list. A cursor that is not an artifact of this job answers 400.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/jobs/{job_id}/artifacts (the `ListJobArtifacts` operationId).
+	ListJobArtifactsWithResponse(ctx context.Context, jobId JobIdPath, params *ListJobArtifactsParams, reqEditors ...RequestEditorFn) (*ListJobArtifactsResponse, error)
 
 	// CancelJobWithResponse Cancel a queued job
 	//
@@ -5256,7 +5706,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListOperationsWithResponse List operations and presets with their options and prices
 	//
-	// Every operation and preset of the contract, whether this deployment can run it, its price in credits (per file or per page; a preset costs the sum of its steps) and the JSON schema of its options.
+	// Every operation and preset of the contract, whether this deployment can run it, its price in credits (`price`, per file, per page read or per document made; a preset costs the sum of the steps that run for the file, each step with its `price`), the price in words (`price_rule`) and the JSON schema of its options.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5535,6 +5985,256 @@ func (r ReadyzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetApiIndexResponse200Headers the declared response headers of an HTTP 200 response for GetApiIndex
+type GetApiIndexResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexResponse429Headers the declared response headers of an HTTP 429 response for GetApiIndex
+type GetApiIndexResponse429Headers struct {
+	IdempotentReplayed  *string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexResponse500Headers the declared response headers of an HTTP 500 response for GetApiIndex
+type GetApiIndexResponse500Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexResponse503Headers the declared response headers of an HTTP 503 response for GetApiIndex
+type GetApiIndexResponse503Headers struct {
+	IdempotentReplayed  *string
+	RetryAfter          *int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexResponse504Headers the declared response headers of an HTTP 504 response for GetApiIndex
+type GetApiIndexResponse504Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+type GetApiIndexResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiIndex
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetApiIndexResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApiIndexResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetApiIndexResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetApiIndexResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetApiIndexResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetApiIndexResponse) GetJSON200() *ApiIndex {
+	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApiIndexResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetApiIndexResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetApiIndexResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetApiIndexResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApiIndexResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApiIndexResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApiIndexResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApiIndexResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetApiIndexSlashResponse200Headers the declared response headers of an HTTP 200 response for GetApiIndexSlash
+type GetApiIndexSlashResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexSlashResponse429Headers the declared response headers of an HTTP 429 response for GetApiIndexSlash
+type GetApiIndexSlashResponse429Headers struct {
+	IdempotentReplayed  *string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexSlashResponse500Headers the declared response headers of an HTTP 500 response for GetApiIndexSlash
+type GetApiIndexSlashResponse500Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexSlashResponse503Headers the declared response headers of an HTTP 503 response for GetApiIndexSlash
+type GetApiIndexSlashResponse503Headers struct {
+	IdempotentReplayed  *string
+	RetryAfter          *int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// GetApiIndexSlashResponse504Headers the declared response headers of an HTTP 504 response for GetApiIndexSlash
+type GetApiIndexSlashResponse504Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+type GetApiIndexSlashResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiIndex
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetApiIndexSlashResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApiIndexSlashResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetApiIndexSlashResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetApiIndexSlashResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetApiIndexSlashResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetApiIndexSlashResponse) GetJSON200() *ApiIndex {
+	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApiIndexSlashResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetApiIndexSlashResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetApiIndexSlashResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetApiIndexSlashResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApiIndexSlashResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApiIndexSlashResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApiIndexSlashResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApiIndexSlashResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8526,6 +9226,222 @@ func (r GetJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListJobArtifactsResponse200Headers the declared response headers of an HTTP 200 response for ListJobArtifacts
+type ListJobArtifactsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse400Headers the declared response headers of an HTTP 400 response for ListJobArtifacts
+type ListJobArtifactsResponse400Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse401Headers the declared response headers of an HTTP 401 response for ListJobArtifacts
+type ListJobArtifactsResponse401Headers struct {
+	IdempotentReplayed  *string
+	WWWAuthenticate     string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse403Headers the declared response headers of an HTTP 403 response for ListJobArtifacts
+type ListJobArtifactsResponse403Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse404Headers the declared response headers of an HTTP 404 response for ListJobArtifacts
+type ListJobArtifactsResponse404Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse429Headers the declared response headers of an HTTP 429 response for ListJobArtifacts
+type ListJobArtifactsResponse429Headers struct {
+	IdempotentReplayed  *string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse500Headers the declared response headers of an HTTP 500 response for ListJobArtifacts
+type ListJobArtifactsResponse500Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse501Headers the declared response headers of an HTTP 501 response for ListJobArtifacts
+type ListJobArtifactsResponse501Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse503Headers the declared response headers of an HTTP 503 response for ListJobArtifacts
+type ListJobArtifactsResponse503Headers struct {
+	IdempotentReplayed  *string
+	RetryAfter          *int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+// ListJobArtifactsResponse504Headers the declared response headers of an HTTP 504 response for ListJobArtifacts
+type ListJobArtifactsResponse504Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestId          RequestId
+}
+
+type ListJobArtifactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ArtifactList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListJobArtifactsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListJobArtifactsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListJobArtifactsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListJobArtifactsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListJobArtifactsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListJobArtifactsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListJobArtifactsResponse500Headers
+	// Headers501 the parsed response headers for an HTTP 501 response
+	Headers501 *ListJobArtifactsResponse501Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListJobArtifactsResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *ListJobArtifactsResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON200() *ArtifactList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListJobArtifactsResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ListJobArtifactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListJobArtifactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListJobArtifactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListJobArtifactsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12628,6 +13544,34 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// GetApiIndexWithResponse The API's index
+//
+// Its version and links to this document, the docs, the catalogue and the GraphQL door. Needs no key; rate-limited per client address. `/v1/` answers the same.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1 (the `GetApiIndex` operationId).
+func (c *ClientWithResponses) GetApiIndexWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiIndexResponse, error) {
+	rsp, err := c.GetApiIndex(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApiIndexResponse(rsp)
+}
+
+// GetApiIndexSlashWithResponse The API's index (as `/v1`)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/ (the `GetApiIndexSlash` operationId).
+func (c *ClientWithResponses) GetApiIndexSlashWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiIndexSlashResponse, error) {
+	rsp, err := c.GetApiIndexSlash(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApiIndexSlashResponse(rsp)
+}
+
 // CreateBatchWithBodyWithResponse Run one operation or preset on 1 to 100 files
 //
 // All members are admitted and priced in one transaction, or the batch does not exist.
@@ -12833,6 +13777,8 @@ func (c *ClientWithResponses) GetFileHistoryWithResponse(ctx context.Context, fi
 
 // ListJobsWithResponse List jobs, newest first
 //
+// Optionally of one state, one file (`file_id`) or one batch (`batch_id`); the filters combine.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/jobs (the `ListJobs` operationId).
@@ -12854,8 +13800,24 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 // credits charged this month plus those it holds would exceed its spend limit; 409
 // `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-// does not accept the file's format. The balance and both limits are enforced
-// exactly: concurrent requests never overdraw or overshoot them.
+// does not accept the file's format, or when the file has more pages than the engine
+// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+// and both limits are enforced exactly: concurrent requests never overdraw or
+// overshoot them.
+//
+// What cannot run is refused here, with nothing reserved: options the file cannot
+// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+// `validation_failed` with `param` naming the option (`options.pages`,
+// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+//
+// The reservation is the price of what the job will read and make (`pricing` on the
+// job: exact where the file's pages were counted and the options select them), and
+// the charge applies the same prices to what it actually read and made. A key limited
+// to some operations runs a preset only when every step's operation is allowed (the
+// preset `inspect` also runs `scan`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12878,8 +13840,24 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
 // credits charged this month plus those it holds would exceed its spend limit; 409
 // `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-// does not accept the file's format. The balance and both limits are enforced
-// exactly: concurrent requests never overdraw or overshoot them.
+// does not accept the file's format, or when the file has more pages than the engine
+// reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+// and both limits are enforced exactly: concurrent requests never overdraw or
+// overshoot them.
+//
+// What cannot run is refused here, with nothing reserved: options the file cannot
+// satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+// the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+// that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+// default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+// `validation_failed` with `param` naming the option (`options.pages`,
+// `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+//
+// The reservation is the price of what the job will read and make (`pricing` on the
+// job: exact where the file's pages were counted and the options select them), and
+// the charge applies the same prices to what it actually read and made. A key limited
+// to some operations runs a preset only when every step's operation is allowed (the
+// preset `inspect` also runs `scan`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12903,6 +13881,21 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, jobId JobI
 		return nil, err
 	}
 	return ParseGetJobResponse(rsp)
+}
+
+// ListJobArtifactsWithResponse List a job's artifacts, in the order it made them
+//
+// Every artifact of the job (a job carries only its first 10), oldest first so that parts and pages come in order; `limit` and `starting_after` page it as any list. A cursor that is not an artifact of this job answers 400.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/jobs/{job_id}/artifacts (the `ListJobArtifacts` operationId).
+func (c *ClientWithResponses) ListJobArtifactsWithResponse(ctx context.Context, jobId JobIdPath, params *ListJobArtifactsParams, reqEditors ...RequestEditorFn) (*ListJobArtifactsResponse, error) {
+	rsp, err := c.ListJobArtifacts(ctx, jobId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListJobArtifactsResponse(rsp)
 }
 
 // CancelJobWithResponse Cancel a queued job
@@ -12939,7 +13932,7 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 
 // ListOperationsWithResponse List operations and presets with their options and prices
 //
-// Every operation and preset of the contract, whether this deployment can run it, its price in credits (per file or per page; a preset costs the sum of its steps) and the JSON schema of its options.
+// Every operation and preset of the contract, whether this deployment can run it, its price in credits (`price`, per file, per page read or per document made; a preset costs the sum of the steps that run for the file, each step with its `price`), the price in words (`price_rule`) and the JSON schema of its options.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13311,6 +14304,514 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetApiIndexResponse parses an HTTP response from a GetApiIndexWithResponse call
+func ParseGetApiIndexResponse(rsp *http.Response) (*GetApiIndexResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApiIndexResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiIndex
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetApiIndexResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApiIndexResponse429Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetApiIndexResponse500Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetApiIndexResponse503Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetApiIndexResponse504Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetApiIndexSlashResponse parses an HTTP response from a GetApiIndexSlashWithResponse call
+func ParseGetApiIndexSlashResponse(rsp *http.Response) (*GetApiIndexSlashResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApiIndexSlashResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiIndex
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetApiIndexSlashResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApiIndexSlashResponse429Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetApiIndexSlashResponse500Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetApiIndexSlashResponse503Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetApiIndexSlashResponse504Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers504 = &headers
 	}
 
 	return response, nil
@@ -20028,6 +21529,492 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers GetJobResponse504Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListJobArtifactsResponse parses an HTTP response from a ListJobArtifactsWithResponse call
+func ParseListJobArtifactsResponse(rsp *http.Response) (*ListJobArtifactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListJobArtifactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ArtifactList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListJobArtifactsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListJobArtifactsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListJobArtifactsResponse401Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListJobArtifactsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListJobArtifactsResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListJobArtifactsResponse429Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListJobArtifactsResponse500Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 501:
+		var headers ListJobArtifactsResponse501Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers501 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListJobArtifactsResponse503Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers ListJobArtifactsResponse504Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -90,7 +90,7 @@ type rawConfig struct {
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize                  string
 	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir                          string
 	engines, engineConcurrency, jobTimeout, operationTimeouts                                               string
-	jobLease, sweepInterval                                                                                 string
+	jobLease, sweepInterval, maxArtifacts                                                                   string
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory                     string
 	officeSandbox                                                                                           string
 	ocrParallel, ocrDPI, ocrMaxPages                                                                        string
@@ -148,6 +148,7 @@ func (rc *rawConfig) settings() []setting {
 		{"auth-cache-ttl", "FILEMILL_AUTH_CACHE_TTL", "1s", "how long a process remembers an authenticated key (0 disables); a revocation made elsewhere takes effect within it", &rc.authCacheTTL},
 		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
 		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
+		{"max-artifacts-per-job", "FILEMILL_MAX_ARTIFACTS_PER_JOB", "1000", "most artifacts one job makes; a job whose page count shows more is refused at creation", &rc.maxArtifacts},
 		{"job-timeout", "FILEMILL_JOB_TIMEOUT", "10m", "deadline of one attempt of an operation without its own", &rc.jobTimeout},
 		{"operation-timeouts", "FILEMILL_OPERATION_TIMEOUTS", "", "deadlines of one attempt per operation, e.g. convert=2m,ocr=20m", &rc.operationTimeouts},
 	}
@@ -242,6 +243,7 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}{
 		{"FILEMILL_RATE_LIMIT_PER_MINUTE", rc.rateLimit, &c.Domain.DefaultRateLimit},
 		{"FILEMILL_PROJECT_CONCURRENCY_LIMIT", rc.concurrency, &c.Domain.DefaultConcurrencyLimit},
+		{"FILEMILL_MAX_ARTIFACTS_PER_JOB", rc.maxArtifacts, &c.Domain.MaxArtifactsPerJob},
 		{"FILEMILL_WORKER_CONCURRENCY", rc.workerConcurrency, &c.WorkerConcurrency},
 		{"FILEMILL_WEBHOOK_CONCURRENCY", rc.webhookConcurrency, &c.WebhookConcurrency},
 		{"FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", rc.webhookEndpointConcurrency, &c.WebhookEndpointConcurrency},

@@ -9,6 +9,17 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
+type ArtifactConnection struct {
+	Edges    []*ArtifactEdge        `json:"edges"`
+	Nodes    []*domain.ArtifactView `json:"nodes"`
+	PageInfo *PageInfo              `json:"pageInfo"`
+}
+
+type ArtifactEdge struct {
+	Cursor string               `json:"cursor"`
+	Node   *domain.ArtifactView `json:"node"`
+}
+
 type BatchCounts struct {
 	Queued    int `json:"queued"`
 	Running   int `json:"running"`

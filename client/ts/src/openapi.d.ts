@@ -252,7 +252,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs, newest first */
+        /**
+         * List jobs, newest first
+         * @description Optionally of one state, one file (`file_id`) or one batch (`batch_id`); the filters combine.
+         */
         get: operations["listJobs"];
         put?: never;
         /**
@@ -265,8 +268,24 @@ export interface paths {
          *     environment (`details.concurrency_limit`), 429 `key_spend_limit` when the key's
          *     credits charged this month plus those it holds would exceed its spend limit; 409
          *     `conflict` when the file is not ready; 422 `unsupported_input` when the operation
-         *     does not accept the file's format. The balance and both limits are enforced
-         *     exactly: concurrent requests never overdraw or overshoot them.
+         *     does not accept the file's format, or when the file has more pages than the engine
+         *     reads (`ai-ready` reads at most 2,000, `ocr` 500; `details.max_pages`). The balance
+         *     and both limits are enforced exactly: concurrent requests never overdraw or
+         *     overshoot them.
+         *
+         *     What cannot run is refused here, with nothing reserved: options the file cannot
+         *     satisfy (`pdf.pages` with `"pages": "7"` on a 3-page PDF, a `pdf.split` range past
+         *     the end), an `ocr` language no OCR worker has (workers announce theirs), and a job
+         *     that would make more than `FILEMILL_MAX_ARTIFACTS_PER_JOB` documents (1,000 by
+         *     default: `pdf.split` with `"every": 1` on a 10,000-page PDF) answer 422
+         *     `validation_failed` with `param` naming the option (`options.pages`,
+         *     `options.languages[0]`, `options.every`) and the reason in `details.findings`.
+         *
+         *     The reservation is the price of what the job will read and make (`pricing` on the
+         *     job: exact where the file's pages were counted and the options select them), and
+         *     the charge applies the same prices to what it actually read and made. A key limited
+         *     to some operations runs a preset only when every step's operation is allowed (the
+         *     preset `inspect` also runs `scan`).
          */
         post: operations["createJob"];
         delete?: never;
@@ -287,6 +306,29 @@ export interface paths {
         };
         /** Retrieve a job */
         get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{job_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A job id. An id of the wrong shape answers 404. */
+                job_id: components["parameters"]["JobIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a job's artifacts, in the order it made them
+         * @description Every artifact of the job (a job carries only its first 10), oldest first so that parts and pages come in order; `limit` and `starting_after` page it as any list. A cursor that is not an artifact of this job answers 400.
+         */
+        get: operations["listJobArtifacts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -582,9 +624,46 @@ export interface paths {
         };
         /**
          * List operations and presets with their options and prices
-         * @description Every operation and preset of the contract, whether this deployment can run it, its price in credits (per file or per page; a preset costs the sum of its steps) and the JSON schema of its options.
+         * @description Every operation and preset of the contract, whether this deployment can run it, its price in credits (`price`, per file, per page read or per document made; a preset costs the sum of the steps that run for the file, each step with its `price`), the price in words (`price_rule`) and the JSON schema of its options.
          */
         get: operations["listOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API's index
+         * @description Its version and links to this document, the docs, the catalogue and the GraphQL door. Needs no key; rate-limited per client address. `/v1/` answers the same.
+         */
+        get: operations["getApiIndex"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The API's index (as `/v1`) */
+        get: operations["getApiIndexSlash"];
         put?: never;
         post?: never;
         delete?: never;
@@ -838,7 +917,7 @@ export interface components {
             formats?: string[];
             max_bytes?: number;
             min_bytes?: number;
-            /** @description Scan the bytes for malware at completion (ClamAV and built-in structural rules, as the `scan` operation). A malicious file is `rejected`, and completion answers 422 `malware_detected` with its findings. When the scanner cannot be reached, completion answers 503 `dependency_unavailable` and may be repeated; on a deployment without a scanner, creating the session answers 503 `processing_unavailable`. */
+            /** @description Scan the bytes for malware at completion (ClamAV and built-in structural rules, as the `scan` operation). A malicious file is `rejected`, and completion answers 422 `malware_detected` with its findings. Creating the session asks the scanner first: on a deployment without one, or while it does not answer, creation answers 503 `processing_unavailable` with `Retry-After`, before any bytes are sent. When the scanner stops answering between creation and completion, completion answers 503 `dependency_unavailable` and may be repeated. */
             scan?: boolean;
         };
         CompletePartsRequest: {
@@ -1041,15 +1120,58 @@ export interface components {
             state: components["schemas"]["JobState"];
             progress: number;
             attempts: number;
-            /** @description Reserved at creation, atomically with it. */
+            /** @description Reserved at creation, atomically with it; `pricing` shows how it was computed. */
             credits_reserved: number;
-            /** @description Charged at settlement (never above the reservation); failed and cancelled jobs are charged nothing. */
+            /** @description Charged at settlement by the same prices as `pricing`, applied to the pages each step actually read and the documents it made, never above the reservation; failed and cancelled jobs are charged nothing. */
             credits_charged: number;
+            /** @description How `credits_reserved` was computed; null for jobs created before it was kept. */
+            pricing: components["schemas"]["Pricing"] | null;
+            /**
+             * @description The first 10 artifacts, in the order the job made them (the contract's `artifacts`
+             *     of a job, bounded so that a job, a list of jobs and an event keep their size
+             *     whatever the job made). `artifact_count` says how many there are; all of them are
+             *     paged from `artifacts_url`.
+             */
             artifacts: components["schemas"]["Artifact"][];
+            /** @description How many artifacts the job made (at most `FILEMILL_MAX_ARTIFACTS_PER_JOB`, 1,000 by default). */
+            artifact_count: number;
+            /** @description `/v1/jobs/{id}/artifacts`: every artifact of the job, a page at a time. */
+            artifacts_url: string;
             /** @description Why the job failed; null otherwise. */
             error: components["schemas"]["JobError"] | null;
             started_at: components["schemas"]["NullableTimestamp"];
             finished_at: components["schemas"]["NullableTimestamp"];
+        };
+        /** @description What an operation costs: `credits` for each unit it counts, `per` `file` (once per run), `page` (each page it reads: counted at completion, one for an image, the pages selected where options select them) or `output` (each document it makes: a part of `pdf.split`). */
+        Price: {
+            credits: number;
+            /** @enum {string} */
+            per: "file" | "page" | "output";
+        };
+        /**
+         * @description How a job's reservation was computed: each step that runs for the file, with the
+         *     catalogue's price (`GET /v1/operations`) applied to the units the step will read or
+         *     make, known at creation from the pages counted at completion and the options. The
+         *     charge applies the same prices to what each step actually read and made, never above
+         *     the reservation. Where the file's pages were not counted (`estimated`), they are
+         *     estimated from its size (one page per 64 KiB, at most 2,000), and the charge may be
+         *     lower.
+         */
+        Pricing: {
+            /** @description The prices of the steps that run, in words, e.g. `convert: 5 credits per file; ai.extract: 1 credit per page read`. */
+            rule: string;
+            /** @description The file's pages the plan started from. */
+            pages: number;
+            estimated: boolean;
+            lines: {
+                step: string;
+                operation: string;
+                price: components["schemas"]["Price"];
+                units: number;
+                credits: number;
+            }[];
+            /** @description The sum of the lines, equal to `credits_reserved`. */
+            credits: number;
         };
         BatchItem: {
             file_id: components["schemas"]["FileId"];
@@ -1204,17 +1326,15 @@ export interface components {
             available: boolean;
             /** @description The engine family that runs it; for a preset, the families its steps may need, joined by `+`. */
             engine: string;
-            /** @description What a job costs: `credits` per file, or per page for page-wise work (pages counted at completion, or estimated for files without a count), plus `base` once per file. A preset costs the sum of the steps that run for the file. A job reserves its estimate at creation and is charged the pages it actually processed. */
-            price: {
-                credits: number;
-                /** @enum {string} */
-                per: "file" | "page";
-                base?: number;
-            };
+            /** @description An operation's price. Null for a preset, which costs the sum of the prices of the steps that run for the file (a step with `when` runs only for those formats); each step carries its price. */
+            price: components["schemas"]["Price"] | null;
+            /** @description What it costs, in words; a job's `pricing` applies it to the job's file and options. */
+            price_rule: string;
             /** @description A preset's pipeline, in order; each step reads what the step before it produced. A step with `when` runs only for files of those formats. */
             steps?: {
                 name: string;
                 operation: string;
+                price: components["schemas"]["Price"];
                 /** @description The step's fixed options; the preset's own options are added for the steps that take them. */
                 options: Record<string, never>;
                 when?: string[];
@@ -1253,6 +1373,26 @@ export interface components {
         };
         JobList: components["schemas"]["ListEnvelope"] & {
             data?: components["schemas"]["Job"][];
+        };
+        /** @description A page of a job's artifacts, in the order the job made them (oldest first, unlike other lists). */
+        ArtifactList: components["schemas"]["ListEnvelope"] & {
+            data?: unknown;
+        };
+        ApiIndex: {
+            /** @constant */
+            object: "api";
+            /** @description The version of this document (`info.version`). */
+            version: string;
+            links: {
+                /** @description This document, as JSON. */
+                openapi: string;
+                /** @description How to use the service. */
+                docs: string;
+                /** @description The catalogue of operations and presets, with their prices. */
+                operations: string;
+                /** @description The GraphQL door. */
+                graphql: string;
+            };
         };
         WebhookEndpointList: components["schemas"]["ListEnvelope"] & {
             data?: (components["schemas"]["WebhookEndpoint"] & unknown)[];
@@ -1512,6 +1652,10 @@ export interface components {
         UsageProjectId: components["schemas"]["ProjectId"];
         /** @description Only jobs in this state. */
         JobStateQuery: components["schemas"]["JobState"];
+        /** @description Only the jobs of this file (every run of a file, newest first). An id of the wrong shape answers 400. */
+        JobFileQuery: components["schemas"]["FileId"];
+        /** @description Only the members of this batch. An id of the wrong shape answers 400. */
+        JobBatchQuery: components["schemas"]["BatchId"];
         /** @description An upload session id. An id of the wrong shape answers 404. */
         UploadIdPath: components["schemas"]["UploadId"];
         /** @description A file id. An id of the wrong shape answers 404. */
@@ -2030,6 +2174,10 @@ export interface operations {
                 state?: components["parameters"]["JobStateQuery"];
                 /** @description Limit to one project of the key's organization (default — the whole organization, or the key's project for a project-restricted key). A project of another organization answers 404. */
                 project_id?: components["parameters"]["ProjectIdQuery"];
+                /** @description Only the jobs of this file (every run of a file, newest first). An id of the wrong shape answers 400. */
+                file_id?: components["parameters"]["JobFileQuery"];
+                /** @description Only the members of this batch. An id of the wrong shape answers 400. */
+                batch_id?: components["parameters"]["JobBatchQuery"];
             };
             header?: never;
             path?: never;
@@ -2137,6 +2285,47 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listJobArtifacts: {
+        parameters: {
+            query?: {
+                /** @description Page size. Outside 1–100 answers 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. A cursor that is not an item of this list answers 400. */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /** @description A job id. An id of the wrong shape answers 404. */
+                job_id: components["parameters"]["JobIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of artifacts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2768,6 +2957,62 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getApiIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The index. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiIndex"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getApiIndexSlash: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The index. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiIndex"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };

@@ -61,7 +61,7 @@ func Specs() []domain.OperationSpec {
 			"into document.md, document.txt and chunks.json. Pages without a text layer are recognised by OCR.",
 		Options:      Options{},
 		InputFormats: []string{"pdf"},
-		Price:        domain.Price{Credits: 1, Per: "page"},
+		Price:        domain.Price{Credits: 1, Per: domain.PerPage},
 		Hidden:       true,
 	}}
 }
@@ -160,6 +160,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return &Engine{cfg: cfg}, nil
 }
+
+// MaxPages is the longest PDF the engine reads (its own limit or its PDFium pool's);
+// workers announce it, so longer documents are refused when the job is created.
+func (e *Engine) MaxPages() int { return min(e.cfg.MaxPages, e.cfg.Pool.Config().MaxPages) }
+
+var _ domain.PageLimitedEngine = (*Engine)(nil)
 
 // Version names the text engine.
 func (e *Engine) Version() string { return "layout 1; " + e.cfg.Pool.Version() }

@@ -2,6 +2,7 @@ package image
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -34,7 +35,9 @@ func Presets() []domain.PresetSpec {
 		if err != nil {
 			panic(err) // options of plain fields always marshal
 		}
-		return domain.StepSpec{Name: name, Operation: OperationConvert, Options: string(raw)}
+		// Both steps make a WebP of the same name: the size tells them apart
+		// (photo-2048.webp, photo-256.webp).
+		return domain.StepSpec{Name: name, Operation: OperationConvert, Options: string(raw), OutputSuffix: fmt.Sprintf("-%d", *o.Width)}
 	}
 	img, av := ImagePresetSteps(), AvatarPresetSteps()
 	inputs := Specs()[0].InputFormats

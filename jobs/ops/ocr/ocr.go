@@ -173,7 +173,8 @@ type Options struct {
 var langName = regexp.MustCompile(`^[a-z]{3}(_[a-z]+)*$`)
 
 // Validate checks the shapes of the options; whether a language is installed is
-// known on the worker only, and checked there.
+// checked against what the workers announce when the job is planned, and on the
+// worker again.
 func (o Options) Validate() error {
 	for i, l := range o.Languages {
 		if !langName.MatchString(l) {
@@ -212,7 +213,8 @@ func Specs() []domain.OperationSpec {
 			"PDF page's image is read as stored, other PDF pages are rendered; priced per page.",
 		Options:      Options{},
 		InputFormats: InputFormats,
-		Price:        domain.Price{Credits: 2, Per: "page"},
+		Price:        domain.Price{Credits: 2, Per: domain.PerPage},
+		Plan:         plan,
 	}}
 }
 

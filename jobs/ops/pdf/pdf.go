@@ -121,14 +121,18 @@ func checkSelection(param, s string) error {
 func Specs() []domain.OperationSpec {
 	spec := func(name, desc string, opts any) domain.OperationSpec {
 		return domain.OperationSpec{Name: name, Engine: EngineName, Description: desc, Options: opts,
-			InputFormats: []string{"pdf"}, Price: domain.Price{Credits: 1, Per: "file"}}
+			InputFormats: []string{"pdf"}, Price: domain.Price{Credits: 1, Per: domain.PerFile}}
 	}
 	merge := spec("pdf.merge", "Appends other PDFs of the project after this one, in the order given.", MergeOptions{})
 	merge.FileIDsOption = "file_ids"
+	pages := spec("pdf.pages", "Keeps, reorders, rotates and deletes pages; page numbers refer to the input.", PagesOptions{})
+	pages.Plan = planPages
+	split := spec("pdf.split", "Splits a PDF into parts by page ranges or every N pages, one artifact per part; priced per part.", SplitOptions{})
+	split.Price, split.Plan = domain.Price{Credits: 1, Per: domain.PerOutput}, planSplit
 	return []domain.OperationSpec{
 		merge,
-		spec("pdf.pages", "Keeps, reorders, rotates and deletes pages; page numbers refer to the input.", PagesOptions{}),
-		spec("pdf.split", "Splits a PDF into parts by page ranges or every N pages, one artifact per part.", SplitOptions{}),
+		pages,
+		split,
 		spec("pdf.compress", "Makes a PDF smaller: images down-sampled and re-encoded per level, objects deduplicated and streams compressed; never larger than the input. A report gives the bytes before and after.", CompressOptions{}),
 	}
 }

@@ -46,10 +46,11 @@ func Specs() []domain.OperationSpec {
 	return []domain.OperationSpec{{
 		Name:         "pdf.render",
 		Engine:       EngineName,
-		Description:  "Renders PDF pages to PNG, JPEG or WebP images, one artifact per page.",
+		Description:  "Renders PDF pages to PNG, JPEG or WebP images, one artifact per page; priced per page rendered.",
 		Options:      Options{},
 		InputFormats: []string{"pdf"},
-		Price:        domain.Price{Credits: 1, Per: "page"},
+		Price:        domain.Price{Credits: 1, Per: domain.PerPage},
+		Plan:         plan,
 	}}
 }
 

@@ -104,3 +104,15 @@ func Unique(pages []int) []int {
 	}
 	return out
 }
+
+// Plan lists the pages s selects in a document whose pages are known before it is
+// read, to plan a job: as Pages does when count was counted; when it is only an
+// estimate, a page past it is taken to exist rather than refused.
+func (s Selection) Plan(count int, counted bool, limit int) ([]int, error) {
+	if !counted {
+		for _, r := range s {
+			count = max(count, r.From, r.To)
+		}
+	}
+	return s.Pages(count, limit)
+}

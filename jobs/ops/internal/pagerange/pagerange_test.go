@@ -59,3 +59,17 @@ func TestUnique(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestPlan(t *testing.T) {
+	sel, err := Parse("2,9-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sel.Plan(3, true, 100); err == nil {
+		t.Fatal("page 9 of a counted 3-page document was planned")
+	}
+	got, err := sel.Plan(3, false, 100)
+	if err != nil || !slices.Equal(got, []int{2, 9}) {
+		t.Fatalf("an estimate of 3 pages: %v, %v; want the pages named, taken to exist", got, err)
+	}
+}
