@@ -36,6 +36,7 @@ func analyze(pages []*pageData) *document {
 				prev.text = joinLines([]string{prev.text, b.text})
 				prev.lines += b.lines
 				prev.last, prev.leaf = b.last, b.leaf
+				prev.boxes = append(prev.boxes, b.boxes...)
 				continue
 			}
 			d.blocks = append(d.blocks, b)

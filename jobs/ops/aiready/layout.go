@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/filemill/filemill/jobs/ops/internal/docstruct"
 )
 
 type blockKind int
@@ -36,6 +38,13 @@ type block struct {
 	// (within its page) that it was read from.
 	first, last int
 	leaf        int
+	// boxes are the block's lines on their pages; rowBoxes a table's rows.
+	boxes    []docstruct.Box
+	rowBoxes [][]docstruct.Box
+}
+
+func pageBox(page int, r rect) docstruct.Box {
+	return docstruct.Box{Page: page, X0: r.X0, Y0: r.Y0, X1: r.X1, Y1: r.Y1}
 }
 
 // item is what reading order is decided on: a segment, or a table found by its rules.
@@ -280,6 +289,10 @@ func median(v []float64) float64 {
 func (l *layouter) table(g *group, gut []span) {
 	t := &block{kind: kindTable, first: l.page, last: l.page}
 	for _, b := range l.bands(g.items) {
+		box := b.items[0].box
+		for _, it := range b.items {
+			box = union(box, it.box)
+		}
 		cols := splitColumns(b.items, gut)
 		row := make([]string, len(cols))
 		for i, c := range cols {
@@ -292,9 +305,12 @@ func (l *layouter) table(g *group, gut []span) {
 					prev[i] = strings.TrimSpace(prev[i] + " " + c)
 				}
 			}
+			n := len(t.rowBoxes) - 1
+			t.rowBoxes[n][0] = t.rowBoxes[n][0].Union(pageBox(l.page, box))
 			continue
 		}
 		t.rows = append(t.rows, row)
+		t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, box)})
 	}
 	l.out = append(l.out, t)
 }
@@ -404,7 +420,7 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 			continue
 		}
 		t := &block{kind: kindTable, first: l.page, last: l.page}
-		for _, row := range cells {
+		for r, row := range cells {
 			texts := make([]string, nc)
 			empty := true
 			for c, its := range row {
@@ -413,6 +429,7 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 			}
 			if !empty {
 				t.rows = append(t.rows, texts)
+				t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, rect{X0: xs[0], Y0: ys[r], X1: xs[nc], Y1: ys[r+1]})})
 			}
 		}
 		t.rows = dropEmptyColumns(t.rows)
@@ -571,7 +588,7 @@ func (l *layouter) blocks(lines []line) {
 		if marker, rest, ordered, ok := listMarker(ln.text); ok && ln.size < 1.12*l.body {
 			flush()
 			cur = &block{kind: kindItem, marker: marker, ordered: ordered, size: ln.size, bold: ln.bold, lines: 1,
-				x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
+				x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves, boxes: []docstruct.Box{pageBox(l.page, ln.box)}}
 			parts = append(parts, rest)
 			prev = ln
 			continue
@@ -588,13 +605,15 @@ func (l *layouter) blocks(lines []line) {
 			}
 			if cont {
 				parts = append(parts, ln.text)
+				cur.boxes = append(cur.boxes, pageBox(l.page, ln.box))
 				cur.lines++
 				prev = ln
 				continue
 			}
 		}
 		flush()
-		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
+		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves,
+			boxes: []docstruct.Box{pageBox(l.page, ln.box)}}
 		parts = append(parts, ln.text)
 		prev = ln
 	}
