@@ -172,7 +172,7 @@ func dropFurniture(pages []*pageData, body float64) {
 	for i, p := range pages {
 		kept := p.segs[:0]
 		for _, s := range p.segs {
-			if e := edges[i][s]; e != 0 {
+			if e := edges[i][s]; e != 0 && !inTableRow(p, s) {
 				norm := strings.ToLower(strings.TrimSpace(s.text))
 				if pageNumber.MatchString(norm) || count[keyOf(e, s)] >= minRepeat {
 					continue
@@ -182,6 +182,28 @@ func dropFurniture(pages []*pageData, body float64) {
 		}
 		p.segs = kept
 	}
+}
+
+// inTableRow reports a segment in a row of three or more segments, or between
+// vertical rules: a table's row, which may hold numbers, is no page furniture.
+func inTableRow(p *pageData, s *segment) bool {
+	n := 0
+	for _, o := range p.segs {
+		if vOverlapHalf(o.box, s.box) {
+			n++
+		}
+	}
+	if n >= 3 {
+		return true
+	}
+	left, right := false, false
+	for _, r := range verticalRules(p.rules) {
+		if r.Y0 <= s.box.Y0 && r.Y1 >= s.box.Y1 {
+			left = left || r.X1 <= s.box.X0+1
+			right = right || r.X0 >= s.box.X1-1
+		}
+	}
+	return left && right
 }
 
 // normalise is text as compared across pages: lower case, digits alike.

@@ -65,7 +65,7 @@ type layouter struct {
 
 // layout turns a page's segments and rules into blocks in reading order.
 func (p *pageData) layout(body float64) []*block {
-	l := &layouter{page: p.page, body: body, minGap: math.Max(4, 0.6*body)}
+	l := &layouter{page: p.page, body: body, minGap: math.Max(4, 0.5*body)}
 	items := make([]*item, 0, len(p.segs))
 	rest := p.segs
 	tables, rest := l.ruledTables(rest, p.rules)
@@ -93,6 +93,67 @@ type group struct {
 	items []*item
 	bands int
 	cover []span
+	// tops and bottoms are the bands' vertical extents, top to bottom.
+	tops, bottoms []float64
+}
+
+func newGroup(b *band) *group {
+	g := &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+	g.addExtent(b)
+	return g
+}
+
+func (g *group) addExtent(b *band) {
+	top, bottom := math.Inf(1), math.Inf(-1)
+	for _, it := range b.items {
+		top, bottom = math.Min(top, it.box.Y0), math.Max(bottom, it.box.Y1)
+	}
+	g.tops, g.bottoms = append(g.tops, top), append(g.bottoms, bottom)
+}
+
+// killsGutter reports whether one of before's gutters is not (mostly) one of after's.
+func killsGutter(before, after []span) bool {
+	for _, g := range before {
+		kept := false
+		for _, a := range after {
+			if math.Min(g.x1, a.x1)-math.Max(g.x0, a.x0) >= 0.5*(g.x1-g.x0) {
+				kept = true
+				break
+			}
+		}
+		if !kept {
+			return true
+		}
+	}
+	return false
+}
+
+// apart reports a band set apart from the group's rows: further below the last than
+// the rows stand from each other, or of another size (a heading under a table).
+func (l *layouter) apart(g *group, b *band) bool {
+	if g.bands < 2 {
+		return false
+	}
+	var gaps []float64
+	for i := 1; i < len(g.tops); i++ {
+		gaps = append(gaps, g.tops[i]-g.bottoms[i-1])
+	}
+	top := math.Inf(1)
+	size := 0.0
+	for _, it := range b.items {
+		top = math.Min(top, it.box.Y0)
+		if it.seg != nil {
+			size = math.Max(size, it.seg.size)
+		}
+	}
+	gsize := 0.0
+	for _, it := range g.items {
+		if it.seg != nil {
+			gsize = math.Max(gsize, it.seg.size)
+		}
+	}
+	gap := top - g.bottoms[len(g.bottoms)-1]
+	return gap > 1.4*median(gaps)+1 || size > 0 && gsize > 0 && !sameSize(size, gsize)
 }
 
 func (g *group) gutters(minGap float64) []span {
@@ -165,21 +226,26 @@ func (l *layouter) cut(items []*item) {
 	var cur *group
 	for _, b := range bands {
 		if cur == nil {
-			cur = &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+			cur = newGroup(b)
 			continue
 		}
 		merged := cover(cur.cover, b.items)
 		cand := &group{cover: merged}
-		curG := len(cur.gutters(l.minGap)) > 0
+		curGut := cur.gutters(l.minGap)
+		curG := len(curGut) > 0
 		bG := len((&group{cover: b.cover}).gutters(l.minGap)) > 0
-		if (len(cand.gutters(l.minGap)) > 0 && !(curG && l.belowColumns(cur, b))) || (!curG && !bG) {
+		// A band that closes one of the group's gutters and stands apart from its rows
+		// (a heading under a table or columns) starts a group of its own.
+		closes := curG && killsGutter(curGut, cand.gutters(l.minGap)) && l.apart(cur, b)
+		if !closes && ((len(cand.gutters(l.minGap)) > 0 && !(curG && l.belowColumns(cur, b))) || (!curG && !bG)) {
 			cur.items = append(cur.items, b.items...)
 			cur.bands++
 			cur.cover = merged
+			cur.addExtent(b)
 			continue
 		}
 		groups = append(groups, cur)
-		cur = &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+		cur = newGroup(b)
 	}
 	groups = append(groups, cur)
 	for _, g := range groups {
@@ -383,11 +449,13 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 	for _, k := range keys {
 		comp := comps[k]
 		var xs, ys []float64
+		var vr []rect
 		box := comp[0]
 		for _, r := range comp {
 			box = union(box, r)
 			if r.X1-r.X0 <= 3 && r.Y1-r.Y0 > 3 {
 				xs = append(xs, (r.X0+r.X1)/2)
+				vr = append(vr, r)
 			} else if r.Y1-r.Y0 <= 3 {
 				ys = append(ys, (r.Y0+r.Y1)/2)
 			}
@@ -428,6 +496,7 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 				empty = empty && texts[c] == ""
 			}
 			if !empty {
+				spanCells(texts, xs, vr, (ys[r]+ys[r+1])/2)
 				t.rows = append(t.rows, texts)
 				t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, rect{X0: xs[0], Y0: ys[r], X1: xs[nc], Y1: ys[r+1]})})
 			}
@@ -460,6 +529,38 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 		}
 	}
 	return tables, rest
+}
+
+// spanCells joins the cells of a row that no vertical rule parts at the row's middle
+// y (a merged cell), repeating the joined text over the columns it spans.
+func spanCells(texts []string, xs []float64, vr []rect, y float64) {
+	parted := func(x float64) bool {
+		for _, r := range vr {
+			if math.Abs((r.X0+r.X1)/2-x) <= 2 && r.Y0 <= y && r.Y1 >= y {
+				return true
+			}
+		}
+		return false
+	}
+	for a := 0; a < len(texts); {
+		b := a + 1
+		for b < len(texts) && !parted(xs[b]) {
+			b++
+		}
+		if b-a > 1 {
+			var parts []string
+			for _, t := range texts[a:b] {
+				if t != "" {
+					parts = append(parts, t)
+				}
+			}
+			joined := strings.Join(parts, " ")
+			for i := a; i < b; i++ {
+				texts[i] = joined
+			}
+		}
+		a = b
+	}
 }
 
 func clusterCoords(v []float64) []float64 {

@@ -152,6 +152,9 @@ func evenRow(line []run) rect {
 	return row
 }
 
+// cellGap is the gap between runs, in ems, that parts them into segments.
+const cellGap = 0.55
+
 func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*segment {
 	start := len(out)
 	var cur *segment
@@ -176,7 +179,10 @@ func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*s
 			// A lone glyph set apart at the start of a row may be a bullet: kept apart.
 			bullet := i == 1 && utf8.RuneCountInString(line[0].text) == 1 && gap >= 0.5*size &&
 				strings.ContainsAny(line[0].text, misreadBullets+"•-–*·")
-			if gap > 1.0*size || gap < -2*size || bullet || ruleBetween(vrules, cur.box.X1, r.box.X0, row) {
+			// Runs apart by more than a wide word space are cells or columns: a text
+			// layer's word spaces are characters of its runs, or gaps of a third of
+			// an em between them; table cells stand at least half an em apart.
+			if gap > cellGap*size || gap < -2*size || bullet || ruleBetween(vrules, cur.box.X1, r.box.X0, row) {
 				flush()
 			} else if gap > 0.12*size && !strings.HasSuffix(sb.String(), " ") && !strings.HasPrefix(r.text, " ") {
 				sb.WriteByte(' ')

@@ -41,7 +41,7 @@ func (d *Document) Text() string {
 // Separator is what goes between two blocks: the items of one list sit on
 // consecutive lines; anything else is a paragraph apart.
 func Separator(prev, next *Block) string {
-	if prev.Kind == ListItem && next.Kind == ListItem && (next.Level > 0 || prev.Ordered == next.Ordered) {
+	if prev.Kind == ListItem && next.Kind == ListItem && (next.Level > 0 || prev.Level > 0 || prev.Ordered == next.Ordered) {
 		return "\n"
 	}
 	return "\n\n"

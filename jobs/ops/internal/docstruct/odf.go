@@ -30,6 +30,7 @@ func ReadODF(path string, lim zipparts.Limits) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	root = root.element()
 	o := &odfReader{listStyles: map[string]map[int]bool{}}
 	if auto := root.child("automatic-styles"); auto != nil {
 		o.readListStyles(auto)
@@ -37,8 +38,10 @@ func ReadODF(path string, lim zipparts.Limits) (*Document, error) {
 	if c.Has("styles.xml") {
 		if src, err := c.ReadAll("styles.xml"); err == nil {
 			if sroot, err := parseTree(xml.NewDecoder(strings.NewReader(string(src)))); err == nil {
-				if st := sroot.child("styles"); st != nil {
-					o.readListStyles(st)
+				for _, name := range []string{"styles", "automatic-styles"} {
+					if st := sroot.element().child(name); st != nil {
+						o.readListStyles(st)
+					}
 				}
 			}
 		}
@@ -83,6 +86,16 @@ func (n *node) attr(local string) string {
 		}
 	}
 	return ""
+}
+
+// element is a parsed part's root element.
+func (n *node) element() *node {
+	for _, k := range n.kids {
+		if k.name != "" {
+			return k
+		}
+	}
+	return n
 }
 
 func (n *node) child(local string) *node {
@@ -337,8 +350,12 @@ func (o *odfReader) table(t *node) *Block {
 }
 
 func (o *odfReader) row(r *node, above [][]string) []string {
+	// Each cell element, covered ones too, is one position of the grid: a spanning
+	// cell is followed by the covered cells of its span; a covered cell not in a
+	// span from the left is in one from above.
 	var row []string
 	pendingEmpty := 0
+	spanText, spanLeft := "", 0
 	for _, c := range r.kids {
 		if c.name != "table-cell" && c.name != "covered-table-cell" {
 			continue
@@ -363,18 +380,21 @@ func (o *odfReader) row(r *node, above [][]string) []string {
 				}
 			}
 			text = strings.Join(parts, " ")
+			span, _ := strconv.Atoi(c.attr("number-columns-spanned"))
+			spanText, spanLeft = text, min(max(span, 1), maxSpan)-1
 		}
-		for range rep {
+		for range min(rep, 16384) {
 			col := len(row) + pendingEmpty
+			cell := text
 			if c.name == "covered-table-cell" {
-				if col < len(row) {
-					continue
-				}
-				if n := len(above); n > 0 && col < len(above[n-1]) {
-					text = above[n-1][col]
+				if spanLeft > 0 {
+					cell = spanText
+					spanLeft--
+				} else if n := len(above); n > 0 && col < len(above[n-1]) {
+					cell = above[n-1][col]
 				}
 			}
-			if text == "" {
+			if cell == "" {
 				if pendingEmpty++; len(row)+pendingEmpty > 16384 {
 					return row
 				}
@@ -383,10 +403,7 @@ func (o *odfReader) row(r *node, above [][]string) []string {
 			for ; pendingEmpty > 0; pendingEmpty-- {
 				row = append(row, "")
 			}
-			span, _ := strconv.Atoi(c.attr("number-columns-spanned"))
-			for range min(max(span, 1), maxSpan) {
-				row = append(row, text)
-			}
+			row = append(row, cell)
 		}
 	}
 	return row

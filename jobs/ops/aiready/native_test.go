@@ -1,0 +1,102 @@
+package aiready_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/aiready"
+	"github.com/filemill/filemill/jobs/ops/aiready/aireadytest"
+)
+
+// extract runs the extraction as the preset does: on pdf (the PDF the convert step
+// made; "" when the source is read alone), with the job's file at src.
+func extract(t *testing.T, src, pdf, opts string) *result {
+	t.Helper()
+	work := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := domain.Detect(raw)
+	source := domain.EngineFile{Path: src, Filename: filepath.Base(src), Format: f}
+	in := domain.EngineInput{Operation: aiready.Operation, Options: json.RawMessage(opts), Path: src, Filename: source.Filename,
+		Format: f, Source: source, WorkDir: work}
+	if pdf != "" {
+		in.Path, in.Filename, in.Format = pdf, filepath.Base(pdf), domain.Format{Extension: "pdf", MIMEType: "application/pdf"}
+	}
+	out, err := engine.Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("%s: %v", filepath.Base(src), err)
+	}
+	r := &result{out: out}
+	for _, a := range out.Artifacts {
+		b, err := os.ReadFile(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch a.Name {
+		case aiready.MarkdownName:
+			r.md = string(b)
+		case aiready.TextName:
+			r.txt = string(b)
+		case aiready.ChunksName:
+			if err := json.Unmarshal(b, &r.chunks); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return r
+}
+
+// fixtureSource has every feature the sources are compared on: headings of three
+// levels, a nested list, a numbered list, a bordered table, a borderless table and
+// a table with a merged header cell.
+func fixtureSource() *aireadytest.Source {
+	s := aireadytest.TextSource(3, "ruled")
+	s.Elements = append(s.Elements,
+		aireadytest.Element{Kind: aireadytest.HeadingElement, Level: 2, Text: "Borderless Figures"},
+		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Borderless: true, Rows: [][]string{
+			{"Site", "Temperature", "Moisture"}, {"Birch Hollow", "14.2", "31"}, {"Cedar Ridge", "12.8", "27"}, {"Fern Gully", "15.1", "35"}}}},
+		aireadytest.Element{Kind: aireadytest.HeadingElement, Level: 2, Text: "Merged Header"},
+		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Span: 2, Rows: [][]string{
+			{"Sales", "", "Region"}, {"2023", "2024", "North"}, {"120", "135", "South"}}}},
+		aireadytest.Element{Kind: aireadytest.ParagraphElement, Text: aireadytest.Prose("closing", 1, 2)},
+	)
+	return s
+}
+
+func TestNativeFormatsKeepTheSourceStructure(t *testing.T) {
+	dir := t.TempDir()
+	src := fixtureSource()
+	html := filepath.Join(dir, "fixture.html")
+	if err := os.WriteFile(html, []byte(src.HTML()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aireadytest.Convert(t, dir, dir, "HTML (StarWriter)", "docx:MS Word 2007 XML", html)
+	aireadytest.Convert(t, dir, dir, "HTML (StarWriter)", "odt:writer8", html)
+	aireadytest.Convert(t, dir, dir, "HTML (StarWriter)", "pdf:writer_pdf_Export", html)
+	truth := src.Truth()
+	for _, c := range []struct{ name, src, pdf string }{
+		{"HTML", html, ""},
+		{"DOCX", filepath.Join(dir, "fixture.docx"), filepath.Join(dir, "fixture.pdf")},
+		{"ODT", filepath.Join(dir, "fixture.odt"), filepath.Join(dir, "fixture.pdf")},
+		{"PDF", filepath.Join(dir, "fixture.pdf"), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := extract(t, c.src, c.pdf, `{}`)
+			s := truth.Compare(r.md)
+			t.Logf("%s: heading F1 %.3f, cell F1 %.3f, items %.3f, order %.3f\n%s", c.name, s.HeadingF1(), s.CellF1(), s.ItemRecall(), s.OrderAgreement(), r.md)
+			if len(s.Misses) > 0 {
+				t.Errorf("%s misses: %s", c.name, strings.Join(s.Misses, "; "))
+			}
+		})
+	}
+}
