@@ -3,6 +3,7 @@ package aiready_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,83 @@ func TestNativeFormatsKeepTheSourceStructure(t *testing.T) {
 			t.Logf("%s: heading F1 %.3f, cell F1 %.3f, items %.3f, order %.3f\n%s", c.name, s.HeadingF1(), s.CellF1(), s.ItemRecall(), s.OrderAgreement(), r.md)
 			if len(s.Misses) > 0 {
 				t.Errorf("%s misses: %s", c.name, strings.Join(s.Misses, "; "))
+			}
+		})
+	}
+}
+
+// A deck of slides with titles, bullets two deep and speaker notes, made a PPTX and
+// an ODP by LibreOffice, reads as one section per slide: the title a heading, the
+// bullets nested, the notes marked, each slide's chunks on its own page.
+func TestDeckKeepsItsSlides(t *testing.T) {
+	dir := t.TempDir()
+	src := aireadytest.DeckSource(4)
+	fodp := filepath.Join(dir, "deck.fodp")
+	if err := os.WriteFile(fodp, []byte(src.FODP()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aireadytest.Convert(t, dir, dir, "", "pptx:Impress MS PowerPoint 2007 XML", fodp)
+	aireadytest.Convert(t, dir, dir, "", "odp:impress8", fodp)
+	aireadytest.Convert(t, dir, dir, "", "pdf:impress_pdf_Export", fodp)
+	truth := src.Truth()
+	for _, name := range []string{"deck.pptx", "deck.odp"} {
+		t.Run(name, func(t *testing.T) {
+			r := extract(t, filepath.Join(dir, name), filepath.Join(dir, "deck.pdf"), `{}`)
+			s := truth.Compare(r.md)
+			if len(s.Misses) > 0 {
+				t.Errorf("misses: %s\n%s", strings.Join(s.Misses, "; "), r.md)
+			}
+			for i, sl := range src.Slides {
+				if !strings.Contains(r.md, fmt.Sprintf("<!-- Slide %d -->\n\n# %s", i+1, sl.Title)) {
+					t.Errorf("slide %d does not open with its number and title:\n%s", i+1, r.md)
+				}
+				if sl.Notes != "" && !strings.Contains(r.md, "> Notes: "+sl.Notes) {
+					t.Errorf("slide %d's notes are not marked:\n%s", i+1, r.md)
+				}
+			}
+			if strings.ContainsFunc(r.md, func(c rune) bool { return c >= 0xE000 && c <= 0xF8FF }) {
+				t.Errorf("private-use glyphs leaked:\n%s", r.md)
+			}
+			if len(r.chunks.Chunks) != len(src.Slides) {
+				t.Fatalf("%d chunks for %d slides", len(r.chunks.Chunks), len(src.Slides))
+			}
+			for i, c := range r.chunks.Chunks {
+				if len(c.Pages) != 1 || c.Pages[0] != i+1 || len(c.HeadingPath) != 1 || c.HeadingPath[0] != src.Slides[i].Title {
+					t.Errorf("chunk %d: pages %v, heading path %q", i, c.Pages, c.HeadingPath)
+				}
+			}
+		})
+	}
+}
+
+// A workbook of two sheets, made an XLSX and an ODS by LibreOffice, reads as one
+// section per sheet: the sheet's name a heading, its first row the table's header.
+func TestWorkbookKeepsItsSheets(t *testing.T) {
+	dir := t.TempDir()
+	src := aireadytest.WorkbookSource(5)
+	fods := filepath.Join(dir, "book.fods")
+	if err := os.WriteFile(fods, []byte(src.FODS()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aireadytest.Convert(t, dir, dir, "", "xlsx:Calc MS Excel 2007 XML", fods)
+	aireadytest.Convert(t, dir, dir, "", "ods:calc8", fods)
+	aireadytest.Convert(t, dir, dir, "", "pdf:calc_pdf_Export", fods)
+	truth := src.Truth()
+	for _, name := range []string{"book.xlsx", "book.ods"} {
+		t.Run(name, func(t *testing.T) {
+			r := extract(t, filepath.Join(dir, name), filepath.Join(dir, "book.pdf"), `{}`)
+			s := truth.Compare(r.md)
+			if len(s.Misses) > 0 {
+				t.Errorf("misses: %s\n%s", strings.Join(s.Misses, "; "), r.md)
+			}
+			for _, sh := range src.Sheets {
+				want := "# " + sh.Name + "\n\n" + "| " + strings.Join(sh.Rows[0], " | ") + " |\n"
+				if !strings.Contains(r.md, want) {
+					t.Errorf("sheet %s does not open with its name and header row:\n%s", sh.Name, r.md)
+				}
+			}
+			if len(r.chunks.Chunks) != 2 || r.chunks.Chunks[0].HeadingPath[0] != src.Sheets[0].Name || len(r.chunks.Chunks[0].Pages) == 0 {
+				t.Errorf("chunks: %+v", r.chunks.Chunks)
 			}
 		})
 	}

@@ -193,15 +193,17 @@ func (s *Source) FODP() string {
 		` office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">` +
 		`<office:styles><style:presentation-page-layout style:name="AL1T1"><presentation:placeholder presentation:object="title" svg:x="2cm" svg:y="1cm" svg:width="24cm" svg:height="3cm"/>` +
 		`<presentation:placeholder presentation:object="outline" svg:x="2cm" svg:y="5cm" svg:width="24cm" svg:height="12cm"/></style:presentation-page-layout></office:styles>` +
+		`<office:automatic-styles><style:style style:name="pr1" style:family="presentation"/><style:style style:name="pr2" style:family="presentation"/>` +
+		`<style:style style:name="pr3" style:family="presentation"/></office:automatic-styles>` +
 		`<office:master-styles><style:master-page style:name="Default"/></office:master-styles><office:body><office:presentation>`)
 	for i, sl := range s.Slides {
 		fmt.Fprintf(&b, `<draw:page draw:name="s%d" draw:master-page-name="Default" presentation:presentation-page-layout-name="AL1T1">`, i+1)
-		fmt.Fprintf(&b, `<draw:frame presentation:class="title" svg:x="2cm" svg:y="1cm" svg:width="24cm" svg:height="3cm"><draw:text-box><text:p>%s</text:p></draw:text-box></draw:frame>`, html.EscapeString(sl.Title))
-		b.WriteString(`<draw:frame presentation:class="outline" svg:x="2cm" svg:y="5cm" svg:width="24cm" svg:height="12cm"><draw:text-box>`)
+		fmt.Fprintf(&b, `<draw:frame draw:layer="layout" presentation:style-name="pr1" presentation:class="title" svg:x="2cm" svg:y="1cm" svg:width="24cm" svg:height="3cm"><draw:text-box><text:p>%s</text:p></draw:text-box></draw:frame>`, html.EscapeString(sl.Title))
+		b.WriteString(`<draw:frame draw:layer="layout" presentation:style-name="pr2" presentation:class="outline" svg:x="2cm" svg:y="5cm" svg:width="24cm" svg:height="12cm"><draw:text-box>`)
 		writeODFList(&b, sl.Bullets)
 		b.WriteString(`</draw:text-box></draw:frame>`)
 		if sl.Notes != "" {
-			fmt.Fprintf(&b, `<presentation:notes><draw:frame presentation:class="notes" svg:x="2cm" svg:y="15cm" svg:width="17cm" svg:height="10cm"><draw:text-box><text:p>%s</text:p></draw:text-box></draw:frame></presentation:notes>`, html.EscapeString(sl.Notes))
+			fmt.Fprintf(&b, `<presentation:notes><draw:frame draw:layer="layout" presentation:style-name="pr3" presentation:class="notes" svg:x="2cm" svg:y="15cm" svg:width="17cm" svg:height="10cm"><draw:text-box><text:p>%s</text:p></draw:text-box></draw:frame></presentation:notes>`, html.EscapeString(sl.Notes))
 		}
 		b.WriteString(`</draw:page>`)
 	}

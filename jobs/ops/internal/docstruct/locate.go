@@ -69,6 +69,9 @@ type locator struct {
 // numbers, footnote marks, words split by hyphenation).
 const lookahead = 6
 
+// shortWindow is how far ahead, in words, a short block is looked for.
+const shortWindow = 200
+
 // maxTries bounds the starting places tried for one block.
 const maxTries = 12
 
@@ -84,6 +87,9 @@ func (l *locator) find(ts []string) []Box {
 			best, bestAt = len(at), at
 		}
 	}
+	// A block of a few words (a sheet's name, a short heading) is common text: it is
+	// looked for only near where the last block ended, and never before.
+	short := len(ts) < 4
 	// Ahead first: the first few places where the block's first (or second) word is.
 	for k := 0; k < min(2, len(ts)) && best < need; k++ {
 		tries := 0
@@ -91,13 +97,16 @@ func (l *locator) find(ts []string) []Box {
 			if p < l.next {
 				continue
 			}
+			if short && p > l.next+shortWindow {
+				break
+			}
 			if tries++; tries > maxTries || best >= need {
 				break
 			}
 			try(p)
 		}
 	}
-	if best < need {
+	if best < need && !short {
 		tries := 0
 		for _, p := range l.index[ts[0]] {
 			if p >= l.next {
