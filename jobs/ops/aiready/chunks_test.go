@@ -18,7 +18,7 @@ import (
 // gpt-tokenizer) count them.
 func TestTokenCounts(t *testing.T) {
 	for _, c := range []struct {
-		text           string
+		text          string
 		cl100k, o200k int
 	}{
 		{"hello world", 2, 2},
