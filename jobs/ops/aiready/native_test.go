@@ -178,3 +178,21 @@ func TestWorkbookKeepsItsSheets(t *testing.T) {
 		})
 	}
 }
+
+// Text in two and three columns is read column by column, headings across the page
+// in their places.
+func TestColumnsReadInOrder(t *testing.T) {
+	for _, cols := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d", cols), func(t *testing.T) {
+			src := aireadytest.ColumnsSource(cols, cols)
+			path := filepath.Join(t.TempDir(), "cols.pdf")
+			if err := os.WriteFile(path, aireadytest.ColumnsPDF(src, cols), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := extract(t, path, "", `{}`)
+			if s := src.Truth().Compare(r.md); len(s.Misses) > 0 {
+				t.Fatalf("misses: %s\n%s", strings.Join(s.Misses, "; "), r.md)
+			}
+		})
+	}
+}

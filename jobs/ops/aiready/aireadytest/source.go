@@ -324,3 +324,63 @@ func DeckSource(seed int) *Source {
 	}
 	return s
 }
+
+// ColumnsSource returns a text source of headings and paragraphs for ColumnsPDF: a
+// title, then per section a level-2 heading and 2×cols paragraphs.
+func ColumnsSource(seed, cols int) *Source {
+	s := &Source{Name: fmt.Sprintf("cols%d-%d", cols, seed)}
+	s.Elements = append(s.Elements, Element{Kind: HeadingElement, Level: 1, Text: fmt.Sprintf("Columns %s %d", strings.Title(words[seed%len(words)]), seed)})
+	for sec := 1; sec <= 2; sec++ {
+		s.Elements = append(s.Elements, Element{Kind: HeadingElement, Level: 2, Text: fmt.Sprintf("Part %d %s", sec, strings.Title(words[(seed+sec)%len(words)]))})
+		for p := range 2 * cols {
+			s.Elements = append(s.Elements, Element{Kind: ParagraphElement, Text: Prose(fmt.Sprintf("k%ds%dp%d", seed, sec, p), 1, 4-cols/3)})
+		}
+	}
+	return s
+}
+
+// ColumnsPDF draws a ColumnsSource on Letter pages: headings across the page, each
+// section's paragraphs flowing down cols columns in turn, one section a page.
+func ColumnsPDF(s *Source, cols int) []byte {
+	const left, width, gutter = 72.0, 468.0, 20.0
+	size := 10.0
+	if cols >= 3 {
+		size = 9
+	}
+	colW := (width - gutter*float64(cols-1)) / float64(cols)
+	d := &Doc{}
+	var p *Page
+	y := 0.0
+	var paras []string
+	flush := func() {
+		if len(paras) == 0 {
+			return
+		}
+		per := (len(paras) + cols - 1) / cols
+		bottom := y
+		for c := range cols {
+			yc := y
+			for _, t := range paras[min(c*per, len(paras)):min((c+1)*per, len(paras))] {
+				yc = p.Paragraph(left+float64(c)*(colW+gutter), yc, colW, size, t)
+			}
+			bottom = max(bottom, yc)
+		}
+		y = bottom + 10
+		paras = nil
+	}
+	for _, e := range s.Elements {
+		switch e.Kind {
+		case HeadingElement:
+			flush()
+			if p == nil || e.Level == 2 && y > 100 {
+				p = d.NewPage()
+				y = 90
+			}
+			y = p.Heading(left, y, map[int]float64{1: 20, 2: 15}[e.Level], e.Text)
+		case ParagraphElement:
+			paras = append(paras, e.Text)
+		}
+	}
+	flush()
+	return d.Bytes()
+}
