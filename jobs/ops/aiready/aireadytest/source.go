@@ -304,7 +304,7 @@ func WorkbookSource(seed int) *Source {
 	s := &Source{Name: fmt.Sprintf("book%d", seed)}
 	for i := range 2 {
 		t := GenTable(r, "ruled")
-		s.Sheets = append(s.Sheets, Sheet{Name: fmt.Sprintf("%s%d", strings.Title(words[(seed+i*3)%len(words)]), i+1), Rows: t.Rows})
+		s.Sheets = append(s.Sheets, Sheet{Name: fmt.Sprintf("%s sheet %d", strings.Title(words[(seed+i*3)%len(words)]), i+1), Rows: t.Rows})
 	}
 	return s
 }
@@ -383,4 +383,39 @@ func ColumnsPDF(s *Source, cols int) []byte {
 	}
 	flush()
 	return d.Bytes()
+}
+
+// Markdown writes a text source as Markdown: ATX headings, nested lists indented four
+// spaces a level, pipe tables (a merged header cell repeated).
+func (s *Source) Markdown() string {
+	var b strings.Builder
+	for _, e := range s.Elements {
+		switch e.Kind {
+		case HeadingElement:
+			fmt.Fprintf(&b, "%s %s\n\n", strings.Repeat("#", e.Level), e.Text)
+		case ParagraphElement:
+			b.WriteString(e.Text + "\n\n")
+		case ListElement:
+			n := map[int]int{}
+			for _, it := range e.Items {
+				m := "-"
+				if it.Ordered {
+					n[it.Depth]++
+					m = fmt.Sprintf("%d.", n[it.Depth])
+				}
+				fmt.Fprintf(&b, "%s%s %s\n", strings.Repeat("    ", it.Depth), m, it.Text)
+			}
+			b.WriteString("\n")
+		case TableElement:
+			g := e.Table.Grid()
+			for i, r := range g {
+				b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+				if i == 0 {
+					b.WriteString(strings.Repeat("| --- ", len(r)) + "|\n")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
 }
