@@ -105,7 +105,9 @@ func TestDOCX(t *testing.T) {
 	num := func(id, lvl string) string {
 		return `<w:numPr><w:ilvl w:val="` + lvl + `"/><w:numId w:val="` + id + `"/></w:numPr>`
 	}
-	tc := func(props, text string) string { return "<w:tc><w:tcPr>" + props + "</w:tcPr>" + p("", "", text) + "</w:tc>" }
+	tc := func(props, text string) string {
+		return "<w:tc><w:tcPr>" + props + "</w:tcPr>" + p("", "", text) + "</w:tc>"
+	}
 	body := p("Title", "", "Annual Summary") + p("Heading2", "", "Findings") +
 		p("", num("5", "0"), "First finding") + p("", num("5", "1"), "Nested bullet") + p("", num("5", "0"), "Second finding") +
 		`<w:p><w:r><w:t>Tides rose</w:t></w:r><w:r><w:footnoteReference w:id="2"/></w:r><w:r><w:t xml:space="preserve"> sharply.</w:t></w:r>` +
