@@ -220,6 +220,19 @@ func (e *Engine) Check(ctx context.Context) error { return e.cfg.Pool.Check(ctx)
 // per-character boxes, which are dropped once a page is reduced to its segments.
 const batchPages = 64
 
+// batches are pages 1..n in groups of batchPages.
+func batches(n int) [][]int {
+	var out [][]int
+	for first := 1; first <= n; first += batchPages {
+		batch := make([]int, 0, batchPages)
+		for p := first; p < first+batchPages && p <= n; p++ {
+			batch = append(batch, p)
+		}
+		out = append(out, batch)
+	}
+	return out
+}
+
 // Run extracts the document's structure into document.md, document.txt and
 // chunks.json: through the job's file's own format where it is read here (pages and
 // boxes from in.Path when that is a PDF made from it), else from in.Path's PDF layout.
@@ -370,11 +383,7 @@ func (e *Engine) words(ctx context.Context, in domain.EngineInput) ([]docstruct.
 		return nil, 0, &domain.Error{Code: domain.CodeUnsupportedInput, Message: fmt.Sprintf("the document has %d pages; at most %d are read", n, e.cfg.MaxPages)}
 	}
 	var out []docstruct.Word
-	for first := 1; first <= n; first += batchPages {
-		batch := make([]int, 0, batchPages)
-		for p := first; p < first+batchPages && p <= n; p++ {
-			batch = append(batch, p)
-		}
+	for _, batch := range batches(n) {
 		texts, err := d.TextPages(ctx, batch, nil)
 		if err != nil {
 			return nil, 0, err
@@ -383,7 +392,7 @@ func (e *Engine) words(ctx context.Context, in domain.EngineInput) ([]docstruct.
 			out = append(out, pageWords(pt)...)
 		}
 		if in.Progress != nil {
-			in.Progress(min(n, first+batchPages-1) * 100 / n)
+			in.Progress(batch[len(batch)-1] * 100 / n)
 		}
 	}
 	return out, n, nil
@@ -449,11 +458,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 	}
 	pages := make([]*pageData, n)
 	var scans []int
-	for first := 1; first <= n; first += batchPages {
-		batch := make([]int, 0, batchPages)
-		for p := first; p < first+batchPages && p <= n; p++ {
-			batch = append(batch, p)
-		}
+	for _, batch := range batches(n) {
 		texts, err := d.TextPages(ctx, batch, nil)
 		if err != nil {
 			d.Close()

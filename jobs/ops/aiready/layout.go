@@ -501,7 +501,7 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 				t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, rect{X0: xs[0], Y0: ys[r], X1: xs[nc], Y1: ys[r+1]})})
 			}
 		}
-		t.rows = dropEmptyColumns(t.rows)
+		t.rows = docstruct.DropEmptyColumns(t.rows)
 		if len(t.rows) == 0 || len(t.rows[0]) < 2 {
 			// A frame around text, not a table: its text goes back to the page.
 			for _, row := range cells {
@@ -575,30 +575,6 @@ func clusterCoords(v []float64) []float64 {
 	return out
 }
 
-func dropEmptyColumns(rows [][]string) [][]string {
-	if len(rows) == 0 {
-		return rows
-	}
-	var keep []int
-	for c := range rows[0] {
-		for _, r := range rows {
-			if r[c] != "" {
-				keep = append(keep, c)
-				break
-			}
-		}
-	}
-	if len(keep) == len(rows[0]) {
-		return rows
-	}
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		for _, c := range keep {
-			out[i] = append(out[i], r[c])
-		}
-	}
-	return out
-}
 
 // line is one line of text in a single column.
 type line struct {

@@ -150,24 +150,32 @@ func normalizeTable(rows [][]string) [][]string {
 	if len(out) == 0 {
 		return nil
 	}
+	return DropEmptyColumns(out)
+}
+
+// DropEmptyColumns drops the columns no row has text in; rows are of one width.
+func DropEmptyColumns(rows [][]string) [][]string {
+	if len(rows) == 0 {
+		return rows
+	}
 	var keep []int
-	for c := range w {
-		for _, r := range out {
+	for c := range rows[0] {
+		for _, r := range rows {
 			if r[c] != "" {
 				keep = append(keep, c)
 				break
 			}
 		}
 	}
-	if len(keep) == w {
-		return out
+	if len(keep) == len(rows[0]) {
+		return rows
 	}
-	for i, r := range out {
-		nr := make([]string, len(keep))
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = make([]string, len(keep))
 		for j, c := range keep {
-			nr[j] = r[c]
+			out[i][j] = r[c]
 		}
-		out[i] = nr
 	}
 	return out
 }
