@@ -353,32 +353,22 @@ func median(v []float64) float64 {
 // table makes a table of a group: its gutters divide the columns, its bands the rows;
 // a band with nothing in the first column continues the row above (a wrapped cell).
 func (l *layouter) table(g *group, gut []span) {
-	t := &block{kind: kindTable, first: l.page, last: l.page}
+	// The gutters part the columns; pieces closer than a gutter but standing apart on
+	// every row (cells set a few points apart) part more.
+	var rows []line
 	for _, b := range l.bands(g.items) {
-		box := b.items[0].box
+		ln := line{box: b.items[0].box}
 		for _, it := range b.items {
-			box = union(box, it.box)
+			ln.box = union(ln.box, it.box)
+			ln.frags = append(ln.frags, it.seg.frags...)
 		}
-		cols := splitColumns(b.items, gut)
-		row := make([]string, len(cols))
-		for i, c := range cols {
-			row[i] = cellText(c)
-		}
-		if row[0] == "" && len(t.rows) > 0 {
-			prev := t.rows[len(t.rows)-1]
-			for i, c := range row {
-				if c != "" {
-					prev[i] = strings.TrimSpace(prev[i] + " " + c)
-				}
-			}
-			n := len(t.rowBoxes) - 1
-			t.rowBoxes[n][0] = t.rowBoxes[n][0].Union(pageBox(l.page, box))
-			continue
-		}
-		t.rows = append(t.rows, row)
-		t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, box)})
+		slices.SortFunc(ln.frags, func(a, b frag) int { return cmpF(a.box.X0, b.box.X0) })
+		rows = append(rows, ln)
 	}
-	l.out = append(l.out, t)
+	if gaps := fragGaps(rows); len(gaps) > len(gut) {
+		gut = gaps
+	}
+	l.lineTable(rows, gut)
 }
 
 // cellText joins a cell's segments in reading order.
@@ -583,6 +573,7 @@ type line struct {
 	size  float64
 	bold  bool
 	chars int
+	frags []frag
 }
 
 // leaf reads a single column: its items in lines top to bottom, the lines in blocks.
@@ -602,6 +593,7 @@ func (l *layouter) leaf(items []*item) {
 		for _, it := range pending {
 			s := it.seg
 			parts = append(parts, s.text)
+			ln.frags = append(ln.frags, s.frags...)
 			ln.box = union(ln.box, s.box)
 			ln.chars += s.chars
 			if s.chars > best {
@@ -620,7 +612,7 @@ func (l *layouter) leaf(items []*item) {
 	for _, it := range items {
 		if it.tab != nil {
 			flushLine()
-			l.blocks(lines)
+			l.tabulate(lines)
 			lines = lines[:0]
 			l.out = append(l.out, it.tab)
 			continue
@@ -636,7 +628,114 @@ func (l *layouter) leaf(items []*item) {
 		pending = append(pending, it)
 	}
 	flushLine()
-	l.blocks(lines)
+	l.tabulate(lines)
+}
+
+// tabulate turns a column's lines into blocks: runs of lines whose pieces stand in
+// columns (a strip of the column empty on every line, pieces on both sides) are
+// tables however narrow the strip, as pdfplumber's text strategy and Camelot's
+// stream mode find them; the other lines are paragraphs and list items.
+func (l *layouter) tabulate(lines []line) {
+	start := 0
+	for i := 0; i < len(lines); {
+		if j, gaps := l.tableRun(lines, i); j > i {
+			l.blocks(lines[start:i])
+			l.lineTable(lines[i:j], gaps)
+			i, start = j, j
+			continue
+		}
+		i++
+	}
+	l.blocks(lines[start:])
+}
+
+// minTableRows is how many lines in columns make a table.
+const minTableRows = 3
+
+// tableRun returns the end of the run of lines from i that reads as a table, with
+// its column gaps; i when there is none.
+func (l *layouter) tableRun(lines []line, i int) (int, []span) {
+	j := i
+	for j < len(lines) {
+		ln := lines[j]
+		if len(ln.frags) < 2 {
+			break
+		}
+		if _, _, _, ok := listMarker(ln.text); ok {
+			break
+		}
+		if j > i {
+			h := math.Max(ln.box.Y1-ln.box.Y0, 1)
+			if ln.box.Y0-lines[j-1].box.Y1 > 1.2*h || !sameSize(ln.size, lines[j-1].size) && j-i > 1 {
+				break
+			}
+		}
+		j++
+	}
+	for k := j; k-i >= minTableRows; k-- {
+		if gaps := fragGaps(lines[i:k]); len(gaps) > 0 {
+			return k, gaps
+		}
+	}
+	return i, nil
+}
+
+// fragGaps are the strips empty on every line, between pieces, that at least two
+// thirds of the lines have pieces on both sides of.
+func fragGaps(lines []line) []span {
+	var items []*item
+	for _, ln := range lines {
+		for _, f := range ln.frags {
+			items = append(items, &item{box: f.box})
+		}
+	}
+	cov := cover(nil, items)
+	var out []span
+	for k := 1; k < len(cov); k++ {
+		g := span{cov[k-1].x1, cov[k].x0}
+		both := 0
+		for _, ln := range lines {
+			left, right := false, false
+			for _, f := range ln.frags {
+				left = left || f.box.X1 <= g.x0+0.01
+				right = right || f.box.X0 >= g.x1-0.01
+			}
+			if left && right {
+				both++
+			}
+		}
+		if both*3 >= 2*len(lines) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// lineTable makes a table of lines, its gaps dividing the columns; a line with
+// nothing in the first column continues the row above (a wrapped cell).
+func (l *layouter) lineTable(lines []line, gaps []span) {
+	t := &block{kind: kindTable, first: l.page, last: l.page, leaf: l.leaves}
+	for _, ln := range lines {
+		row := make([]string, len(gaps)+1)
+		for _, f := range ln.frags {
+			c := sort.Search(len(gaps), func(i int) bool { return gaps[i].x0 >= f.box.X1-0.01 })
+			row[c] = strings.TrimSpace(strings.TrimSpace(row[c]) + " " + strings.TrimSpace(f.text))
+		}
+		if row[0] == "" && len(t.rows) > 0 {
+			prev := t.rows[len(t.rows)-1]
+			for i, c := range row {
+				if c != "" {
+					prev[i] = strings.TrimSpace(prev[i] + " " + c)
+				}
+			}
+			n := len(t.rowBoxes) - 1
+			t.rowBoxes[n][0] = t.rowBoxes[n][0].Union(pageBox(l.page, ln.box))
+			continue
+		}
+		t.rows = append(t.rows, row)
+		t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, ln.box)})
+	}
+	l.out = append(l.out, t)
 }
 
 // blocks groups a column's lines into paragraphs and list items: a new block starts
