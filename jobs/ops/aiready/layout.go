@@ -565,7 +565,6 @@ func clusterCoords(v []float64) []float64 {
 	return out
 }
 
-
 // line is one line of text in a single column.
 type line struct {
 	text  string
