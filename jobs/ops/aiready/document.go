@@ -30,7 +30,10 @@ func analyze(pages []*pageData) *document {
 	})
 	d := &document{body: body}
 	for _, bs := range perPage {
-		for _, b := range bs {
+		for k, b := range bs {
+			if n := len(d.blocks); n > 0 && k == 0 && carriesTable(d.blocks[n-1], b) {
+				continue
+			}
 			if n := len(d.blocks); n > 0 && continues(d.blocks[n-1], b) {
 				prev := d.blocks[n-1]
 				prev.text = joinLines([]string{prev.text, b.text})
@@ -45,6 +48,35 @@ func analyze(pages []*pageData) *document {
 	d.headings(bodyBold)
 	d.listLevels()
 	return d
+}
+
+// carriesTable adds b, first of a page, to the table that ended the page before when
+// it carries that table on: a line whose pieces stand in the table's columns, or a
+// table of as many columns (its header row dropped when it repeats the table's).
+func carriesTable(t, b *block) bool {
+	if t.kind != kindTable || len(t.rows) == 0 || b.first != t.last+1 {
+		return false
+	}
+	switch {
+	case b.kind == kindPara && b.lines == 1 && len(b.frags) >= 2 && len(t.gaps) > 0:
+		row, ok := fitRow(b.frags, t.gaps)
+		if !ok || len(row) != len(t.rows[0]) {
+			return false
+		}
+		t.rows = append(t.rows, row)
+		t.rowBoxes = append(t.rowBoxes, b.boxes)
+	case b.kind == kindTable && len(b.rows) > 0 && len(b.rows[0]) == len(t.rows[0]):
+		rows, boxes := b.rows, b.rowBoxes
+		if slices.Equal(rows[0], t.rows[0]) {
+			rows, boxes = rows[1:], boxes[1:]
+		}
+		t.rows = append(t.rows, rows...)
+		t.rowBoxes = append(t.rowBoxes, boxes...)
+	default:
+		return false
+	}
+	t.last = b.last
+	return true
 }
 
 // continues reports whether b, first of a column or a page, carries on the paragraph

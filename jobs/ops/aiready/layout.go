@@ -41,6 +41,10 @@ type block struct {
 	// boxes are the block's lines on their pages; rowBoxes a table's rows.
 	boxes    []docstruct.Box
 	rowBoxes [][]docstruct.Box
+	// frags are a one-line paragraph's pieces; gaps a table's column gaps: a header
+	// row set apart from its table is joined to it by them.
+	frags []frag
+	gaps  []span
 }
 
 func pageBox(page int, r rect) docstruct.Box {
@@ -76,7 +80,68 @@ func (p *pageData) layout(body float64) []*block {
 		items = append(items, &item{box: s.box, seg: s})
 	}
 	l.cut(items)
+	l.joinHeaders()
 	return l.out
+}
+
+// fitRow puts a line's pieces in the columns a table's gaps part: ok when they fill
+// two columns or more and none spans a gap whole. A piece may reach into a gap (a
+// header centred over numbers set flush right): it belongs to the column it covers
+// most of.
+func fitRow(frags []frag, gaps []span) ([]string, bool) {
+	row := make([]string, len(gaps)+1)
+	filled := 0
+	for _, f := range frags {
+		c, best := 0, math.Inf(-1)
+		for k := 0; k <= len(gaps); k++ {
+			x0, x1 := math.Inf(-1), math.Inf(1)
+			if k > 0 {
+				x0 = gaps[k-1].x1
+			}
+			if k < len(gaps) {
+				x1 = gaps[k].x0
+			}
+			if ov := math.Min(x1, f.box.X1) - math.Max(x0, f.box.X0); ov > best {
+				c, best = k, ov
+			}
+		}
+		for _, g := range gaps {
+			if f.box.X0 < g.x0-0.5 && f.box.X1 > g.x1+0.5 {
+				return nil, false
+			}
+		}
+		if row[c] == "" {
+			filled++
+		}
+		row[c] = strings.TrimSpace(row[c] + " " + strings.TrimSpace(f.text))
+	}
+	return row, filled >= 2
+}
+
+// joinHeaders makes a one-line paragraph right above a table its header row when
+// its pieces stand in the table's columns: a header whose cells stand closer than
+// the rows' made a group of its own.
+func (l *layouter) joinHeaders() {
+	for i := 1; i < len(l.out); i++ {
+		t, p := l.out[i], l.out[i-1]
+		if t.kind != kindTable || len(t.gaps) == 0 || p.kind != kindPara || p.lines != 1 || len(p.frags) < 2 ||
+			len(t.rowBoxes) == 0 || len(p.boxes) != 1 {
+			continue
+		}
+		pb, tb := p.boxes[0], t.rowBoxes[0][0]
+		h := pb.Y1 - pb.Y0
+		if tb.Y0-pb.Y1 > 1.5*h || tb.Y0 < pb.Y1-0.5*h {
+			continue
+		}
+		row, ok := fitRow(p.frags, t.gaps)
+		if !ok || len(row) != len(t.rows[0]) {
+			continue
+		}
+		t.rows = append([][]string{row}, t.rows...)
+		t.rowBoxes = append([][]docstruct.Box{{pb}}, t.rowBoxes...)
+		l.out = slices.Delete(l.out, i-1, i)
+		i--
+	}
 }
 
 // band is a horizontal strip of items no horizontal cut can pass through.
@@ -131,9 +196,6 @@ func killsGutter(before, after []span) bool {
 // apart reports a band set apart from the group's rows: further below the last than
 // the rows stand from each other, or of another size (a heading under a table).
 func (l *layouter) apart(g *group, b *band) bool {
-	if g.bands < 2 {
-		return false
-	}
 	var gaps []float64
 	for i := 1; i < len(g.tops); i++ {
 		gaps = append(gaps, g.tops[i]-g.bottoms[i-1])
@@ -152,8 +214,12 @@ func (l *layouter) apart(g *group, b *band) bool {
 			gsize = math.Max(gsize, it.seg.size)
 		}
 	}
+	otherSize := size > 0 && gsize > 0 && !sameSize(size, gsize)
+	if g.bands < 2 {
+		return otherSize
+	}
 	gap := top - g.bottoms[len(g.bottoms)-1]
-	return gap > 1.4*median(gaps)+1 || size > 0 && gsize > 0 && !sameSize(size, gsize)
+	return gap > 1.4*median(gaps)+1 || otherSize
 }
 
 func (g *group) gutters(minGap float64) []span {
@@ -713,7 +779,7 @@ func fragGaps(lines []line) []span {
 // lineTable makes a table of lines, its gaps dividing the columns; a line with
 // nothing in the first column continues the row above (a wrapped cell).
 func (l *layouter) lineTable(lines []line, gaps []span) {
-	t := &block{kind: kindTable, first: l.page, last: l.page, leaf: l.leaves}
+	t := &block{kind: kindTable, first: l.page, last: l.page, leaf: l.leaves, gaps: gaps}
 	for _, ln := range lines {
 		row := make([]string, len(gaps)+1)
 		for _, f := range ln.frags {
@@ -788,7 +854,7 @@ func (l *layouter) blocks(lines []line) {
 		}
 		flush()
 		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves,
-			boxes: []docstruct.Box{pageBox(l.page, ln.box)}}
+			boxes: []docstruct.Box{pageBox(l.page, ln.box)}, frags: ln.frags}
 		parts = append(parts, ln.text)
 		prev = ln
 	}

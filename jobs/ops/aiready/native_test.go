@@ -66,6 +66,10 @@ func fixtureSource() *aireadytest.Source {
 		aireadytest.Element{Kind: aireadytest.HeadingElement, Level: 2, Text: "Borderless Figures"},
 		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Borderless: true, Rows: [][]string{
 			{"Site", "Temperature", "Moisture"}, {"Birch Hollow", "14.2", "31"}, {"Cedar Ridge", "12.8", "27"}, {"Fern Gully", "15.1", "35"}}}},
+		aireadytest.Element{Kind: aireadytest.ParagraphElement, Text: "Cells set close together, numbers flush right, a header centred over them."},
+		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Borderless: true, Padding: 1, Rows: [][]string{
+			{"Station", "Depth", "Salinity", "Remarks"}, {"Harbor mouth", "12.5", "31.2", "strong tidal current"},
+			{"Inner basin", "6.0", "28.7", "calm"}, {"Old pier", "3.25", "30.1", "weed on the piles"}}}},
 		aireadytest.Element{Kind: aireadytest.HeadingElement, Level: 2, Text: "Merged Header"},
 		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Span: 2, Rows: [][]string{
 			{"Sales", "", "Region"}, {"2023", "2024", "North"}, {"120", "135", "South"}}}},

@@ -22,7 +22,7 @@ func TestDumpSegs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	pts, err := d.TextPages(context.Background(), []int{1, 2}[:d.PageCount()], nil)
+	pts, err := d.TextPages(context.Background(), []int{1, 2, 3}[:d.PageCount()], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

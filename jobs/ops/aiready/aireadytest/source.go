@@ -48,11 +48,13 @@ type Item struct {
 }
 
 // Table is a table: Rows[0] its header row; Span, when above 1, merges the header's
-// first Span cells into one (its text Rows[0][0]); Borderless draws no lines.
+// first Span cells into one (its text Rows[0][0]); Borderless draws no lines;
+// Padding is the cells' padding in pixels (default 4); numbers are set flush right.
 type Table struct {
 	Rows       [][]string
 	Span       int
 	Borderless bool
+	Padding    int
 }
 
 // Sheet is one sheet of a workbook.
@@ -95,10 +97,14 @@ func (s *Source) HTML() string {
 			writeList(&b, e.Items)
 		case TableElement:
 			t := e.Table
+			pad := t.Padding
+			if pad == 0 {
+				pad = 4
+			}
 			if t.Borderless {
-				b.WriteString("<table border=\"0\" cellpadding=\"4\">\n")
+				fmt.Fprintf(&b, "<table border=\"0\" cellpadding=\"%d\">\n", pad)
 			} else {
-				b.WriteString("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n")
+				fmt.Fprintf(&b, "<table border=\"1\" cellpadding=\"%d\" cellspacing=\"0\">\n", pad)
 			}
 			for r, row := range t.Rows {
 				b.WriteString("<tr>")
@@ -112,7 +118,11 @@ func (s *Source) HTML() string {
 						c += t.Span - 1
 						continue
 					}
-					fmt.Fprintf(&b, "<%s>%s</%s>", tag, html.EscapeString(row[c]), tag)
+					align := ""
+					if isNumber(row[c]) {
+						align = ` align="right"`
+					}
+					fmt.Fprintf(&b, "<%s%s>%s</%s>", tag, align, html.EscapeString(row[c]), tag)
 				}
 				b.WriteString("</tr>\n")
 			}
@@ -121,6 +131,10 @@ func (s *Source) HTML() string {
 	}
 	b.WriteString("</body></html>\n")
 	return b.String()
+}
+
+func isNumber(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789.,-%") == ""
 }
 
 // writeList writes items as nested lists: a deeper item opens a list inside the item
@@ -276,7 +290,8 @@ func TextSource(seed int, tableKind string) *Source {
 func GenTable(r *rand.Rand, kind string) *Table {
 	cols := 3 + r.IntN(2)
 	rows := 4 + r.IntN(3)
-	t := &Table{Borderless: kind == "borderless"}
+	t := &Table{Borderless: kind == "borderless", Padding: 1 + r.IntN(5)}
+	notes := r.IntN(2) == 1 // a last column of a few words
 	head := make([]string, cols)
 	for c := range head {
 		head[c] = strings.Title(words[(c*5+r.IntN(3))%len(words)]) + fmt.Sprint(c)
@@ -287,11 +302,21 @@ func GenTable(r *rand.Rand, kind string) *Table {
 		head[1] = head[0]
 	}
 	t.Rows = append(t.Rows, head)
+	if notes {
+		t.Rows[0] = append(t.Rows[0], "Notes")
+	}
 	for i := 1; i < rows; i++ {
 		row := make([]string, cols)
 		row[0] = strings.Title(words[r.IntN(len(words))]) + fmt.Sprint(i)
 		for c := 1; c < cols; c++ {
-			row[c] = fmt.Sprint(10 + r.IntN(900))
+			if r.IntN(3) == 0 {
+				row[c] = fmt.Sprintf("%d.%d", r.IntN(90), r.IntN(10))
+			} else {
+				row[c] = fmt.Sprint(10 + r.IntN(900))
+			}
+		}
+		if notes {
+			row = append(row, strings.ToLower(phrase(r, 1+r.IntN(4))))
 		}
 		t.Rows = append(t.Rows, row)
 	}
