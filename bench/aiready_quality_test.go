@@ -31,7 +31,9 @@ type corpusDoc struct {
 }
 
 // qualityCorpus generates the corpus: text documents (headings of three levels,
-// prose, nested and numbered lists, ruled, borderless and merged-header tables) as
+// prose, nested and numbered lists, ruled, borderless and merged-header tables; the
+// borderless ones set a few points apart, numbers flush right, every other one
+// narrow with cells over several lines) as
 // HTML, Markdown, DOCX and ODT, and as PDFs made by LibreOffice (ruled and borderless
 // tables scored apart); decks as PPTX; workbooks of two sheets as XLSX; pages of two
 // and three columns drawn directly. LibreOffice converts each format in one run.
@@ -56,7 +58,7 @@ func qualityCorpus(b *testing.B, dir string, n int) []corpusDoc {
 		ruled := aireadytest.TextSource(200+i, []string{"ruled", "merged"}[i%2])
 		htmlRuled = append(htmlRuled, write(fmt.Sprintf("r%d.html", i), ruled.HTML()))
 		docs = append(docs, corpusDoc{format: "PDF ruled tables", file: filepath.Join(dir, fmt.Sprintf("r%d.pdf", i)), truth: ruled.Truth()})
-		bl := aireadytest.TextSource(300+i, "borderless")
+		bl := aireadytest.TextSource(300+i, []string{"borderless", "wrapped"}[i%2])
 		htmlBorderless = append(htmlBorderless, write(fmt.Sprintf("b%d.html", i), bl.HTML()))
 		docs = append(docs, corpusDoc{format: "PDF borderless tables", file: filepath.Join(dir, fmt.Sprintf("b%d.pdf", i)), truth: bl.Truth()})
 		deck := aireadytest.DeckSource(400 + i)

@@ -755,6 +755,13 @@ func fragGaps(lines []line) []span {
 		}
 	}
 	cov := cover(nil, items)
+	// Lines of one piece (a wrapped cell's further lines) say nothing of columns.
+	multi := 0
+	for _, ln := range lines {
+		if len(ln.frags) >= 2 {
+			multi++
+		}
+	}
 	var out []span
 	for k := 1; k < len(cov); k++ {
 		g := span{cov[k-1].x1, cov[k].x0}
@@ -769,7 +776,7 @@ func fragGaps(lines []line) []span {
 				both++
 			}
 		}
-		if both*3 >= 2*len(lines) {
+		if both >= 2 && both*3 >= 2*multi {
 			out = append(out, g)
 		}
 	}
@@ -780,13 +787,32 @@ func fragGaps(lines []line) []span {
 // nothing in the first column continues the row above (a wrapped cell).
 func (l *layouter) lineTable(lines []line, gaps []span) {
 	t := &block{kind: kindTable, first: l.page, last: l.page, leaf: l.leaves, gaps: gaps}
-	for _, ln := range lines {
+	// Rows stand further apart than the lines of a wrapped cell (cell padding): when
+	// the space between lines takes two sizes, the larger parts rows, and a row's
+	// lines (a cell centred beside a wrapped one too) are one row. Else a line with
+	// nothing in the first column carries on the row above.
+	var pitch []float64
+	for i := 1; i < len(lines); i++ {
+		pitch = append(pitch, lines[i].box.Y0-lines[i-1].box.Y1)
+	}
+	split := math.Inf(1)
+	if len(pitch) > 0 {
+		lo, hi := slices.Min(pitch), slices.Max(pitch)
+		if hi-lo >= 1.5 {
+			split = (lo + hi) / 2
+		}
+	}
+	for i, ln := range lines {
 		row := make([]string, len(gaps)+1)
 		for _, f := range ln.frags {
 			c := sort.Search(len(gaps), func(i int) bool { return gaps[i].x0 >= f.box.X1-0.01 })
 			row[c] = strings.TrimSpace(strings.TrimSpace(row[c]) + " " + strings.TrimSpace(f.text))
 		}
-		if row[0] == "" && len(t.rows) > 0 {
+		carries := row[0] == ""
+		if !math.IsInf(split, 1) && i > 0 {
+			carries = pitch[i-1] < split
+		}
+		if carries && len(t.rows) > 0 {
 			prev := t.rows[len(t.rows)-1]
 			for i, c := range row {
 				if c != "" {

@@ -58,8 +58,9 @@ func extract(t *testing.T, src, pdf, opts string) *result {
 }
 
 // fixtureSource has every feature the sources are compared on: headings of three
-// levels, a nested list, a numbered list, a bordered table, a borderless table and
-// a table with a merged header cell.
+// levels, a nested list, a numbered list, a bordered table, borderless tables (cells
+// a few points apart, numbers flush right, cells over several lines, one carried
+// over a page break) and a table with a merged header cell.
 func fixtureSource() *aireadytest.Source {
 	s := aireadytest.TextSource(3, "ruled")
 	s.Elements = append(s.Elements,
@@ -70,6 +71,10 @@ func fixtureSource() *aireadytest.Source {
 		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Borderless: true, Padding: 1, Rows: [][]string{
 			{"Station", "Depth", "Salinity", "Remarks"}, {"Harbor mouth", "12.5", "31.2", "strong tidal current"},
 			{"Inner basin", "6.0", "28.7", "calm"}, {"Old pier", "3.25", "30.1", "weed on the piles"}}}},
+		aireadytest.Element{Kind: aireadytest.ParagraphElement, Text: "A narrow table whose remarks run over several lines, the other cells centred beside them."},
+		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Borderless: true, Padding: 3, Width: 380, Rows: [][]string{
+			{"Site", "Depth", "Remarks"}, {"North bay", "12.5", "strong tidal current along the western shore in spring and autumn months"},
+			{"Inner basin", "6.0", "calm"}, {"Old pier", "3.25", "weed on the piles and a sandy bottom with old timbers half buried"}}}},
 		aireadytest.Element{Kind: aireadytest.HeadingElement, Level: 2, Text: "Merged Header"},
 		aireadytest.Element{Kind: aireadytest.TableElement, Table: &aireadytest.Table{Span: 2, Rows: [][]string{
 			{"Sales", "", "Region"}, {"2023", "2024", "North"}, {"120", "135", "South"}}}},

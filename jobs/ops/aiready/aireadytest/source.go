@@ -55,6 +55,8 @@ type Table struct {
 	Span       int
 	Borderless bool
 	Padding    int
+	// Width, when set, is the table's width in pixels: long cells wrap.
+	Width int
 }
 
 // Sheet is one sheet of a workbook.
@@ -101,10 +103,14 @@ func (s *Source) HTML() string {
 			if pad == 0 {
 				pad = 4
 			}
+			width := ""
+			if t.Width > 0 {
+				width = fmt.Sprintf(" width=\"%d\"", t.Width)
+			}
 			if t.Borderless {
-				fmt.Fprintf(&b, "<table border=\"0\" cellpadding=\"%d\">\n", pad)
+				fmt.Fprintf(&b, "<table border=\"0\" cellpadding=\"%d\"%s>\n", pad, width)
 			} else {
-				fmt.Fprintf(&b, "<table border=\"1\" cellpadding=\"%d\" cellspacing=\"0\">\n", pad)
+				fmt.Fprintf(&b, "<table border=\"1\" cellpadding=\"%d\" cellspacing=\"0\"%s>\n", pad, width)
 			}
 			for r, row := range t.Rows {
 				b.WriteString("<tr>")
@@ -261,8 +267,9 @@ func phrase(r *rand.Rand, n int) string {
 }
 
 // TextSource returns a generated text document: headings of three levels, prose,
-// nested and numbered lists, and a table (bordered, borderless or with a merged
-// header cell, as kind says: "ruled", "borderless", "merged").
+// nested and numbered lists, and a table (bordered, borderless, borderless and
+// narrow with cells over several lines, or with a merged header cell, as kind says:
+// "ruled", "borderless", "wrapped", "merged").
 func TextSource(seed int, tableKind string) *Source {
 	r := rand.New(rand.NewPCG(uint64(seed), 7))
 	s := &Source{Name: fmt.Sprintf("doc%d", seed)}
@@ -290,8 +297,13 @@ func TextSource(seed int, tableKind string) *Source {
 func GenTable(r *rand.Rand, kind string) *Table {
 	cols := 3 + r.IntN(2)
 	rows := 4 + r.IntN(3)
-	t := &Table{Borderless: kind == "borderless", Padding: 1 + r.IntN(5)}
-	notes := r.IntN(2) == 1 // a last column of a few words
+	t := &Table{Borderless: kind == "borderless" || kind == "wrapped", Padding: 1 + r.IntN(5)}
+	notes := r.IntN(2) == 1 || kind == "wrapped" // a last column of a few words
+	long := 4
+	if kind == "wrapped" {
+		// A narrow table whose notes run over two or three lines.
+		t.Width, long = 380, 14
+	}
 	head := make([]string, cols)
 	for c := range head {
 		head[c] = strings.Title(words[(c*5+r.IntN(3))%len(words)]) + fmt.Sprint(c)
@@ -316,7 +328,7 @@ func GenTable(r *rand.Rand, kind string) *Table {
 			}
 		}
 		if notes {
-			row = append(row, strings.ToLower(phrase(r, 1+r.IntN(4))))
+			row = append(row, strings.ToLower(phrase(r, 1+r.IntN(long))))
 		}
 		t.Rows = append(t.Rows, row)
 	}
