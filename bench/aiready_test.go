@@ -22,7 +22,7 @@ import (
 // report (headings of three levels, lists, ruled and aligned tables, two-column pages,
 // running headers, footers and page numbers) with a PDFium pool of 2 instances, against
 // poppler's `pdftotext -layout` on the same file (text only, no structure): pages/s.
-// Goal: ≥ 50 pages/s on 2 cores with the structure kept, which each run checks.
+// Goal: ≥ 100 pages/s on 2 cores with the structure kept, which each run checks.
 // engine-cpu-ms/page is the engine's CPU time per page (both cores together).
 // BENCH_AI_PAGES sets the pages (default 200), BENCH_ITER the runs per side.
 //
