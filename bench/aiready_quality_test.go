@@ -18,7 +18,6 @@ import (
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/aiready/aireadytest"
 	"github.com/filemill/filemill/jobs/ops/office"
-	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
 // corpusDoc is one document of the quality corpus: the file as uploaded, the PDF the
@@ -115,15 +114,7 @@ func BenchmarkAIReadyQuality(b *testing.B) {
 	n := envInt("BENCH_AI_DOCS", 5)
 	dir := b.TempDir()
 	docs := qualityCorpus(b, dir, n)
-	pool, err := pdfium.New(pdfium.Config{Instances: 2, CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	e, err := aiready.New(aiready.Config{Pool: pool})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := newAIEngine(b)
 	for range b.N {
 		scores := map[string]*aireadytest.Score{}
 		counts := map[string]int{}
@@ -194,15 +185,7 @@ func BenchmarkAIReadyNative(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool, err := pdfium.New(pdfium.Config{Instances: 2, CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	ai, err := aiready.New(aiready.Config{Pool: pool})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ai := newAIEngine(b)
 	oc := office.DefaultConfig()
 	oc.Instances = 2
 	off, err := office.New(oc)

@@ -33,15 +33,7 @@ func BenchmarkAIReady(b *testing.B) {
 	iter := max(1, pdfIter/2)
 	dir := b.TempDir()
 	in := pdftest.WriteFile(filepath.Join(dir, "report.pdf"), aireadytest.Report(n))
-	pool, err := pdfium.New(pdfium.Config{Instances: 2, CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	e, err := aiready.New(aiready.Config{Pool: pool})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := newAIEngine(b)
 	run := func(i int) error {
 		work := filepath.Join(dir, fmt.Sprintf("w-%d-%d", i, time.Now().UnixNano()))
 		if err := os.Mkdir(work, 0o700); err != nil {
@@ -79,6 +71,21 @@ func BenchmarkAIReady(b *testing.B) {
 		b.ReportMetric(ours/theirs, "x-pdftotext")
 		b.ReportMetric(0, "ns/op")
 	}
+}
+
+// newAIEngine is the ai engine on a PDFium pool of 2 instances, closed with the
+// benchmark.
+func newAIEngine(b *testing.B) *aiready.Engine {
+	pool, err := pdfium.New(pdfium.Config{Instances: 2, CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = pool.Close() })
+	e, err := aiready.New(aiready.Config{Pool: pool})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
 }
 
 // checkReport checks the markdown of aireadytest.Report(n) keeps its structure: every

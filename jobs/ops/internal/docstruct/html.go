@@ -154,14 +154,8 @@ func (h *htmlReader) list(n *html.Node, depth int) {
 		sub := &htmlReader{}
 		sub.blocks(li, depth)
 		sub.flush()
-		rest := sub.out
-		// The item's text is its leading paragraphs; nested lists and other blocks follow.
-		var texts []string
-		for len(rest) > 0 && rest[0].Kind == Paragraph {
-			texts = append(texts, rest[0].Text)
-			rest = rest[1:]
-		}
-		item.Text = strings.Join(texts, " ")
+		var rest []*Block
+		item.Text, rest = itemText(sub.out)
 		h.out = append(h.out, rest...)
 	}
 }

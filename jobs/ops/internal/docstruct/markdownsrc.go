@@ -131,13 +131,8 @@ func (m *mdReader) list(l *ast.List, depth int) {
 		m.out = append(m.out, item)
 		sub := &mdReader{src: m.src}
 		sub.blocks(it, depth)
-		rest := sub.out
-		var texts []string
-		for len(rest) > 0 && rest[0].Kind == Paragraph {
-			texts = append(texts, rest[0].Text)
-			rest = rest[1:]
-		}
-		item.Text = strings.Join(texts, " ")
+		var rest []*Block
+		item.Text, rest = itemText(sub.out)
 		m.out = append(m.out, rest...)
 		m.notes = append(m.notes, sub.notes...)
 	}

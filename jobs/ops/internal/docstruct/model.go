@@ -106,6 +106,17 @@ func Pages(boxes []Box) []int {
 	return out
 }
 
+// itemText splits a list item's content: its leading paragraphs are the item's
+// text; nested lists and other blocks follow it.
+func itemText(content []*Block) (string, []*Block) {
+	var texts []string
+	for len(content) > 0 && content[0].Kind == Paragraph {
+		texts = append(texts, content[0].Text)
+		content = content[1:]
+	}
+	return strings.Join(texts, " "), content
+}
+
 // cleanText collapses white space, drops control and private-use characters (the
 // symbol-font bullets of presentations) and trims.
 func cleanText(s string) string {
