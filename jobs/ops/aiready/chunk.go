@@ -63,7 +63,6 @@ type piece struct {
 	boxes   []docstruct.Box
 	path    []string
 	heading bool
-	part    int // which part of its block (0 for the first)
 }
 
 func newChunker(o Options) (*chunker, error) {
@@ -319,19 +318,19 @@ func (c *chunker) overlap(text string) string {
 func (c *chunker) pieces(b *docstruct.Block) []piece {
 	path := c.pathTexts()
 	budget := c.budget(path)
-	mk := func(text string, boxes []docstruct.Box, part int) piece {
+	mk := func(text string, boxes []docstruct.Box) piece {
 		return piece{block: b, text: text, tokens: c.tok.count(text), chars: utf8.RuneCountInString(text), boxes: boxes,
-			path: path, heading: b.Kind == docstruct.Heading, part: part}
+			path: path, heading: b.Kind == docstruct.Heading}
 	}
 	if b.Kind != docstruct.Table {
 		md := docstruct.BlockMarkdown(b)
-		p := mk(md, b.Boxes, 0)
+		p := mk(md, b.Boxes)
 		if p.tokens <= budget && p.chars <= c.o.ChunkSize {
 			return []piece{p}
 		}
 		var out []piece
-		for i, s := range c.split(md, budget) {
-			out = append(out, mk(s, b.Boxes, i))
+		for _, s := range c.split(md, budget) {
+			out = append(out, mk(s, b.Boxes))
 		}
 		return out
 	}
@@ -344,7 +343,7 @@ func (c *chunker) pieces(b *docstruct.Block) []piece {
 		}
 		return nil
 	}
-	whole := mk(docstruct.PipeTable(b.Rows), b.Boxes, 0)
+	whole := mk(docstruct.PipeTable(b.Rows), b.Boxes)
 	if whole.tokens <= budget && whole.chars <= c.o.ChunkSize {
 		return []piece{whole}
 	}
@@ -359,7 +358,7 @@ func (c *chunker) pieces(b *docstruct.Block) []piece {
 			return
 		}
 		text := head + "\n" + strings.Join(rows, "\n")
-		out = append(out, mk(text, append(slices.Clone(rowBoxes(0)), boxes...), len(out)))
+		out = append(out, mk(text, append(slices.Clone(rowBoxes(0)), boxes...)))
 		rows, boxes, tokens, chars = nil, nil, 0, 0
 	}
 	for i, r := range b.Rows[1:] {
@@ -371,7 +370,7 @@ func (c *chunker) pieces(b *docstruct.Block) []piece {
 		if headTokens+rt > budget || headChars+rc > c.o.ChunkSize {
 			// A row too long for a chunk even alone cannot stay whole: its words are cut.
 			for _, s := range c.split(row, budget) {
-				out = append(out, mk(s, rowBoxes(i+1), len(out)))
+				out = append(out, mk(s, rowBoxes(i+1)))
 			}
 			continue
 		}

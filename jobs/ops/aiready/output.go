@@ -15,13 +15,10 @@ func (d *document) structure(pages int) *docstruct.Document {
 			sb.Kind = docstruct.Heading
 		case kindItem:
 			sb.Kind = docstruct.ListItem
-			if b.marker != "-" {
-				sb.Ordered = b.ordered
+			// A number, letter or roman numeral is the item's marker as written.
+			sb.Ordered = b.marker != "-"
+			if sb.Ordered {
 				sb.Marker = b.marker
-				if !b.ordered {
-					// A lettered or roman marker is kept as the item's text.
-					sb.Ordered, sb.Marker = true, b.marker
-				}
 			}
 		case kindTable:
 			sb.Kind = docstruct.Table

@@ -197,7 +197,6 @@ func formatNumberTokens(v float64, toks []fmtToken) string {
 		afterPoint, sep, sci bool
 		percent              int
 		first, last          = -1, -1
-		expDigits            int
 	)
 	for i, t := range toks {
 		switch t.code {
@@ -207,15 +206,12 @@ func formatNumberTokens(v float64, toks []fmtToken) string {
 			}
 			last = i
 			switch {
-			case sci && afterPoint:
-				expDigits++
+			case sci:
+				// The exponent's digits: written with two at least.
 			case afterPoint:
 				decimals++
 			case t.code == "0":
 				intDigits++
-			}
-			if sci {
-				expDigits++
 			}
 		case ".":
 			afterPoint = true

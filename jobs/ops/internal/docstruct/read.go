@@ -112,7 +112,7 @@ func Read(path, reader string, lim zipparts.Limits) (*Document, error) {
 		return nil, fmt.Errorf("docstruct: no reader %q", reader)
 	}
 	if err != nil {
-		if errors.Is(err, zipparts.ErrTooLarge) || errors.Is(err, os.ErrNotExist) && reader == "" {
+		if errors.Is(err, zipparts.ErrTooLarge) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
