@@ -55,6 +55,9 @@ type EngineInput struct {
 	WorkDir   string // an empty directory for outputs
 	// Pages is the input's page count as measured at completion; 0 when unknown.
 	Pages int
+	// Source is the job's file itself. A preset step reading another step's output
+	// (a PDF converted from the file) may read the file's own structure here.
+	Source EngineFile
 	// Inputs are the further inputs of an operation that takes several files
 	// (pdf.merge's options.file_ids), in order, each already on local disk.
 	Inputs []EngineFile

@@ -714,7 +714,7 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 			sha = f.SHA256
 		}
 		out, err := eng.Run(ctx, EngineInput{Operation: st.Operation.Name, Options: opts, Path: in.Path, Filename: in.Filename,
-			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Inputs: extra, WorkDir: work,
+			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Source: first, Inputs: extra, WorkDir: work,
 			Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
 			if ctx.Err() != nil && AsError(err) == nil {

@@ -183,13 +183,32 @@ func TestAIReadyPresetReadsAnOfficeDocument(t *testing.T) {
 	require.Contains(t, got["document.txt"], "Ships came from the south with salt and cloth")
 	var chunks struct {
 		ChunkSize int `json:"chunk_size"`
+		MaxTokens int `json:"max_tokens"`
 		Chunks    []struct {
-			Text  string
-			Pages []int
+			Text   string
+			Pages  []int
+			Tokens int
+			Boxes  []struct{ Page int }
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(got["chunks.json"]), &chunks))
 	require.Equal(t, 500, chunks.ChunkSize, "the preset's option reached the extraction")
+	require.Equal(t, 512, chunks.MaxTokens)
 	require.NotEmpty(t, chunks.Chunks)
-	require.Equal(t, []int{1}, chunks.Chunks[0].Pages)
+	require.Equal(t, []int{1}, chunks.Chunks[0].Pages, "pages from the converted PDF")
+	require.NotEmpty(t, chunks.Chunks[0].Boxes)
+	require.Positive(t, chunks.Chunks[0].Tokens)
+
+	// An HTML page is read as it is: its headings and table, no conversion step.
+	page := b.readyFile(b.liveA, "page.html", []byte(`<html><body><h1>Tide tables</h1><table><tr><th>Port</th><th>High</th></tr>`+
+		`<tr><td>Dover</td><td>06:10</td></tr></table></body></html>`))
+	r = b.createJob(b.liveA, map[string]any{"file_id": page, "preset": "ai-ready", "options": map[string]any{"max_tokens": 128}})
+	require.Equal(t, 202, r.status, string(r.body))
+	j = b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	for i, a := range j["artifacts"].([]any) {
+		if a.(map[string]any)["name"] == "document.md" {
+			require.Equal(t, "# Tide tables\n\n| Port | High |\n| --- | --- |\n| Dover | 06:10 |\n", string(b.artifactBody(b.liveA, j, i)))
+		}
+	}
 }

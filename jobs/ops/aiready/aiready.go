@@ -1,27 +1,39 @@
-// Package aiready is the engine of the ai-ready preset's last step (ai.extract): a PDF
-// turned into markdown that keeps its structure (headings and their levels, lists,
-// tables as pipe tables, reading order across columns, no running headers, footers
-// or page numbers), the same as plain text, and chunks for retrieval.
+// Package aiready is the engine of the ai-ready preset's last step (ai.extract): a
+// document turned into markdown that keeps its structure (headings and their levels,
+// lists, tables as pipe tables, reading order across columns, no running headers,
+// footers or page numbers), the same as plain text, and chunks for retrieval with
+// their pages, boxes, heading path and token counts.
 //
-// Text is read from the PDF's text layer with PDFium (jobs/ops/pdfium: runs with
-// positions, font sizes and weights, and the page's rules); pages without a text
-// layer are recognised by the OCR function the worker plugs in. Layout is read from
-// geometry alone: no model, no network.
+// Documents whose own format carries their structure (DOCX, PPTX, XLSX, their ODF
+// siblings, HTML, Markdown, CSV, text) are read through it (jobs/ops/internal/
+// docstruct); where the format has pages, the PDF the preset's convert step made
+// gives each block its pages and boxes. PDFs (and documents read no other way) are
+// read from the text layer with PDFium (jobs/ops/pdfium: runs with positions, font
+// sizes and weights, and the page's rules); pages without a text layer are recognised
+// by the OCR function the worker plugs in. Layout is read from geometry alone: no
+// model, no network. Tokens are counted with BPE vocabularies built into the binary.
 package aiready
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/docstruct"
+	"github.com/filemill/filemill/jobs/ops/internal/zipparts"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
@@ -37,9 +49,38 @@ const PresetName = "ai-ready"
 // DefaultChunkSize is chunk_size when none is given.
 const DefaultChunkSize = 2000
 
-// Options are ai.extract's options; the ai-ready preset passes chunk_size on.
+// DefaultMaxTokens is max_tokens when none is given.
+const DefaultMaxTokens = 512
+
+// Options are ai.extract's options; the ai-ready preset passes them on.
 type Options struct {
-	ChunkSize int `json:"chunk_size,omitempty" doc:"The most characters a chunk of chunks.json holds. Chunks split on headings, then paragraphs, never inside a table row." schema:"min=200,max=100000,default=2000"`
+	ChunkSize     int    `json:"chunk_size,omitempty" doc:"The most characters a chunk of chunks.json holds. Chunks split on headings, then paragraphs, never inside a table row." schema:"min=200,max=100000,default=2000"`
+	MaxTokens     int    `json:"max_tokens,omitempty" doc:"The most tokens a chunk holds (its embed_text with contextualize), counted with tokenizer." schema:"min=32,max=16384,default=512"`
+	OverlapTokens int    `json:"overlap_tokens,omitempty" doc:"Tokens of the chunk before repeated at the start of a chunk that carries on the same section's text (never inside a table). Less than half of max_tokens." schema:"min=0,max=4096,default=0"`
+	MergeSmall    bool   `json:"merge_small,omitempty" doc:"Let neighbours under the same heading share a chunk while it fits, rather than each heading starting one." schema:"default=false"`
+	Contextualize bool   `json:"contextualize,omitempty" doc:"Give each chunk embed_text: its heading path, then its text, the text meant for embedding." schema:"default=false"`
+	CrossSections bool   `json:"cross_sections,omitempty" doc:"Let a chunk span two top-level sections (the document's outermost headings, slides, sheets)." schema:"default=false"`
+	Tokenizer     string `json:"tokenizer,omitempty" doc:"The BPE vocabulary tokens are counted with." schema:"enum=cl100k_base|o200k_base,default=cl100k_base"`
+}
+
+// Validate checks the rules across options.
+func (o Options) Validate() error {
+	if o.MaxTokens > 0 && o.OverlapTokens*2 >= o.MaxTokens {
+		return domain.InvalidParam("options.overlap_tokens", "overlap_tokens must be less than half of max_tokens")
+	}
+	return nil
+}
+
+func (o *Options) defaults() {
+	if o.ChunkSize == 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.Tokenizer == "" {
+		o.Tokenizer = TokenizerCL100K
+	}
 }
 
 // PresetOptions are the ai-ready preset's own options, handed to its extraction step.
@@ -57,14 +98,20 @@ func Specs() []domain.OperationSpec {
 	return []domain.OperationSpec{{
 		Name:   Operation,
 		Engine: EngineName,
-		Description: "Reads a PDF's structure (headings, lists, tables, reading order; running headers, footers and page numbers dropped) " +
-			"into document.md, document.txt and chunks.json. Pages without a text layer are recognised by OCR.",
+		Description: "Reads a document's structure (headings, lists, tables, reading order; running headers, footers and page numbers dropped) " +
+			"into document.md, document.txt and chunks.json: office documents, HTML, Markdown and CSV through their own format, PDFs " +
+			"from their layout. Pages without a text layer are recognised by OCR.",
 		Options:      Options{},
-		InputFormats: []string{"pdf"},
+		InputFormats: InputFormats,
 		Price:        domain.Price{Credits: 1, Per: domain.PerPage},
 		Hidden:       true,
 	}}
 }
+
+// InputFormats are what the extraction reads itself: PDFs, and the formats without
+// pages read through their own structure. Office documents reach it as the PDF the
+// preset's convert step made, their own structure read from the job's file.
+var InputFormats = []string{"pdf", "html", "txt", "csv", "text/markdown"}
 
 // ExtractStep is the ai-ready preset's last step: the extraction, storing its three
 // artifacts, reading the PDF the steps before it passed on (or the file itself).
@@ -76,7 +123,7 @@ func ExtractStep() domain.StepSpec {
 // PDF, each with its When and Intermediate set), then the extraction. Its input
 // formats are PDF and whatever the steps before take.
 func Preset(before ...domain.StepSpec) domain.PresetSpec {
-	formats := []string{"pdf"}
+	formats := slices.Clone(InputFormats)
 	for _, s := range before {
 		for _, f := range s.When {
 			if !slices.Contains(formats, f) {
@@ -87,7 +134,8 @@ func Preset(before ...domain.StepSpec) domain.PresetSpec {
 	return domain.PresetSpec{
 		Name: PresetName,
 		Description: "For LLM and RAG pipelines: document.md (headings, lists, tables, reading order; no running headers, " +
-			"footers or page numbers), document.txt, and chunks.json (chunks of at most chunk_size characters with their pages and heading path).",
+			"footers or page numbers), document.txt, and chunks.json (chunks of at most max_tokens tokens and chunk_size characters " +
+			"with their pages, boxes, heading path, token count and elements).",
 		InputFormats: formats,
 		Options:      PresetOptions{},
 		Steps:        append(slices.Clone(before), ExtractStep()),
@@ -178,10 +226,26 @@ func (e *Engine) Check(ctx context.Context) error { return e.cfg.Pool.Check(ctx)
 // per-character boxes, which are dropped once a page is reduced to its segments.
 const batchPages = 64
 
-// Run extracts in.Path's structure into document.md, document.txt and chunks.json.
+// batches are pages 1..n in groups of batchPages.
+func batches(n int) [][]int {
+	var out [][]int
+	for first := 1; first <= n; first += batchPages {
+		batch := make([]int, 0, batchPages)
+		for p := first; p < first+batchPages && p <= n; p++ {
+			batch = append(batch, p)
+		}
+		out = append(out, batch)
+	}
+	return out
+}
+
+// Run extracts the document's structure into document.md, document.txt and
+// chunks.json: through the job's file's own format where it is read here (pages and
+// boxes from in.Path when that is a PDF made from it), else from in.Path's PDF layout.
 //
 // Errors: invalid_request (options), encrypted_file, corrupted_file, unsupported_input
-// (limits; a page without text and no OCR), output_validation_failed, ctx's error.
+// (limits; a page without text and no OCR; an input that is no PDF and not read
+// here), output_validation_failed, ctx's error.
 func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
 	if in.Operation != Operation {
 		return nil, &domain.Error{Code: domain.CodeUnsupportedOperation, Message: fmt.Sprintf("the ai engine does not serve %s", in.Operation)}
@@ -192,25 +256,35 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 			return nil, domain.InvalidParam("options", "the options cannot be read: %v", err)
 		}
 	}
-	if o.ChunkSize == 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	if o.ChunkSize < 200 || o.ChunkSize > 100_000 {
+	o.defaults()
+	switch {
+	case o.ChunkSize < 200 || o.ChunkSize > 100_000:
 		return nil, domain.InvalidParam("options.chunk_size", "chunk_size must be between 200 and 100000")
+	case o.MaxTokens < 32 || o.MaxTokens > 16384:
+		return nil, domain.InvalidParam("options.max_tokens", "max_tokens must be between 32 and 16384")
+	case o.OverlapTokens < 0:
+		return nil, domain.InvalidParam("options.overlap_tokens", "overlap_tokens must not be negative")
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ch, err := newChunker(o)
+	if err != nil {
+		return nil, domain.InvalidParam("options.tokenizer", "tokenizer must be cl100k_base or o200k_base")
 	}
 
-	pages, err := e.read(ctx, in)
+	doc, err := e.structure(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	doc := analyze(pages)
-	md, txt := doc.markdown(), doc.text()
-	chunks := doc.chunks(o.ChunkSize)
+	md, txt := doc.Markdown(), doc.Text()
+	chunks := ch.chunks(doc)
 
 	mdPath := filepath.Join(in.WorkDir, MarkdownName)
 	txtPath := filepath.Join(in.WorkDir, TextName)
 	chPath := filepath.Join(in.WorkDir, ChunksName)
-	cj, err := json.MarshalIndent(ChunksFile{ChunkSize: o.ChunkSize, Pages: len(pages), Chunks: chunks}, "", "  ")
+	cj, err := json.MarshalIndent(ChunksFile{ChunkSize: o.ChunkSize, MaxTokens: o.MaxTokens, OverlapTokens: o.OverlapTokens,
+		Tokenizer: o.Tokenizer, Pages: doc.Pages, Chunks: chunks}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -222,14 +296,141 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 			return nil, fmt.Errorf("aiready: write %s: %w", filepath.Base(f.path), err)
 		}
 	}
-	if err := verify(chPath, o.ChunkSize); err != nil {
+	if err := verify(chPath, o); err != nil {
 		return nil, err
 	}
-	return &domain.EngineOutput{Units: len(pages), Artifacts: []domain.EngineArtifact{
+	return &domain.EngineOutput{Units: max(doc.Pages, 1), Artifacts: []domain.EngineArtifact{
 		{Name: MarkdownName, MIMEType: "text/markdown; charset=utf-8", Path: mdPath},
 		{Name: TextName, MIMEType: "text/plain; charset=utf-8", Path: txtPath},
 		{Name: ChunksName, MIMEType: "application/json", Path: chPath},
 	}}, nil
+}
+
+// structure reads the document: the job's file through its own format when it is
+// read here (a PDF made from it giving pages and boxes), else the PDF's layout.
+func (e *Engine) structure(ctx context.Context, in domain.EngineInput) (*docstruct.Document, error) {
+	src := in.Source
+	if src.Path == "" {
+		src = domain.EngineFile{Path: in.Path, Filename: in.Filename, Format: in.Format}
+	}
+	isPDF := sniffPDF(in.Path)
+	if reader := docstruct.ReaderFor(src.Format, src.Filename); reader != "" && !(src.Path == in.Path && isPDF) {
+		doc, err := docstruct.Read(src.Path, reader, zipparts.DefaultLimits())
+		switch {
+		case err == nil:
+			if n := docChars(doc); n > e.cfg.MaxChars {
+				return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: fmt.Sprintf("the document holds more than %d characters of text", e.cfg.MaxChars)}
+			}
+			if isPDF && docstruct.Paged(reader) {
+				words, n, err := e.words(ctx, in)
+				if err != nil {
+					return nil, err
+				}
+				docstruct.Locate(doc, words, n)
+			} else if in.Progress != nil {
+				in.Progress(100)
+			}
+			return doc, nil
+		case errors.Is(err, zipparts.ErrTooLarge):
+			return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: "the document is larger than its structure is read for"}
+		case !isPDF:
+			return nil, &domain.Error{Code: domain.CodeCorruptedFile, Message: "the document cannot be read"}
+		}
+		// A document its own format cannot be read from is read from the PDF made of it.
+	}
+	if !isPDF {
+		if in.Format.MIMEType == "application/pdf" || strings.EqualFold(filepath.Ext(in.Filename), ".pdf") {
+			return nil, &domain.Error{Code: domain.CodeCorruptedFile, Message: "the PDF cannot be read"}
+		}
+		return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: "ai.extract reads PDFs, office documents, HTML, Markdown, CSV and text"}
+	}
+	pages, err := e.read(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return analyze(pages).structure(len(pages)), nil
+}
+
+// sniffPDF reports whether the file at path starts like a PDF.
+func sniffPDF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 1024)
+	n, _ := io.ReadFull(f, head)
+	return bytes.Contains(head[:n], []byte("%PDF-"))
+}
+
+func docChars(d *docstruct.Document) int {
+	n := 0
+	for _, b := range d.Blocks {
+		n += len(b.Text)
+		for _, r := range b.Rows {
+			for _, c := range r {
+				n += len(c)
+			}
+		}
+	}
+	return n
+}
+
+// words reads the words of the PDF at in.Path, page after page, with their boxes;
+// n is its page count.
+func (e *Engine) words(ctx context.Context, in domain.EngineInput) ([]docstruct.Word, int, error) {
+	d, err := e.cfg.Pool.Open(ctx, in.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer d.Close()
+	n := d.PageCount()
+	if n > e.cfg.MaxPages {
+		return nil, 0, &domain.Error{Code: domain.CodeUnsupportedInput, Message: fmt.Sprintf("the document has %d pages; at most %d are read", n, e.cfg.MaxPages)}
+	}
+	var out []docstruct.Word
+	for _, batch := range batches(n) {
+		texts, err := d.TextPages(ctx, batch, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, pt := range texts {
+			out = append(out, pageWords(pt)...)
+		}
+		if in.Progress != nil {
+			in.Progress(batch[len(batch)-1] * 100 / n)
+		}
+	}
+	return out, n, nil
+}
+
+// pageWords splits a page's runs into words at spaces, each with its characters' box.
+func pageWords(pt *pdfium.PageText) []docstruct.Word {
+	var out []docstruct.Word
+	var b strings.Builder
+	var box pdfium.Rect
+	flush := func() {
+		if b.Len() > 0 {
+			out = append(out, docstruct.Word{Text: b.String(), Box: docstruct.Box{Page: pt.Page, X0: box.X0, Y0: box.Y0, X1: box.X1, Y1: box.Y1}})
+		}
+		b.Reset()
+	}
+	for _, r := range pt.Runs {
+		for _, c := range r.Chars {
+			if unicode.IsSpace(c.Rune) || c.Rune == 0 {
+				flush()
+				continue
+			}
+			if b.Len() == 0 {
+				box = c.Box
+			} else {
+				box = rect{X0: math.Min(box.X0, c.Box.X0), Y0: math.Min(box.Y0, c.Box.Y0), X1: math.Max(box.X1, c.Box.X1), Y1: math.Max(box.Y1, c.Box.Y1)}
+			}
+			b.WriteRune(c.Rune)
+		}
+		flush()
+	}
+	return out
 }
 
 // read reduces every page to its segments and rules: from the text layer, or by OCR
@@ -263,11 +464,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 	}
 	pages := make([]*pageData, n)
 	var scans []int
-	for first := 1; first <= n; first += batchPages {
-		batch := make([]int, 0, batchPages)
-		for p := first; p < first+batchPages && p <= n; p++ {
-			batch = append(batch, p)
-		}
+	for _, batch := range batches(n) {
 		texts, err := d.TextPages(ctx, batch, nil)
 		if err != nil {
 			d.Close()
@@ -380,26 +577,18 @@ func parallel(ctx context.Context, n, workers int, fn func(context.Context, int)
 
 // ChunksFile is chunks.json.
 type ChunksFile struct {
-	ChunkSize int     `json:"chunk_size"`
-	Pages     int     `json:"pages"`
-	Chunks    []Chunk `json:"chunks"`
+	ChunkSize     int    `json:"chunk_size"`
+	MaxTokens     int    `json:"max_tokens"`
+	OverlapTokens int    `json:"overlap_tokens"`
+	Tokenizer     string `json:"tokenizer"`
+	// Pages is the page count of the document (of the PDF made from it); 0 for
+	// documents without pages.
+	Pages  int     `json:"pages"`
+	Chunks []Chunk `json:"chunks"`
 }
 
-// Chunk is one piece of the document for retrieval.
-type Chunk struct {
-	Index int `json:"index"`
-	// Text is the chunk's markdown.
-	Text string `json:"text"`
-	// Characters is Text's length in characters (Unicode code points).
-	Characters int `json:"characters"`
-	// Pages are the 1-based pages the chunk's text comes from, ascending.
-	Pages []int `json:"pages"`
-	// HeadingPath is the headings the chunk falls under, outermost first.
-	HeadingPath []string `json:"heading_path"`
-}
-
-// verify reads chunks.json back: it parses and every chunk keeps to the size.
-func verify(path string, size int) error {
+// verify reads chunks.json back: it parses and every chunk keeps to its bounds.
+func verify(path string, o Options) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("aiready: %w", err)
@@ -409,7 +598,7 @@ func verify(path string, size int) error {
 		return &domain.Error{Code: domain.CodeOutputValidationFailed, Message: "chunks.json does not parse"}
 	}
 	for _, c := range f.Chunks {
-		if n := utf8.RuneCountInString(c.Text); n > size || n != c.Characters || len(c.Pages) == 0 {
+		if n := utf8.RuneCountInString(c.Text); n > o.ChunkSize || n != c.Characters || c.Tokens > o.MaxTokens || c.Tokens < 1 {
 			return &domain.Error{Code: domain.CodeOutputValidationFailed, Message: "a chunk of chunks.json breaks its own bounds"}
 		}
 	}

@@ -460,7 +460,7 @@ func TestSpecsAndPreset(t *testing.T) {
 		t.Fatalf("operation = %+v", op)
 	}
 	canon, err := op.ValidateOptions(json.RawMessage(`{}`))
-	if err != nil || string(canon) != `{"chunk_size":2000}` {
+	if err != nil || string(canon) != `{"chunk_size":2000,"contextualize":false,"cross_sections":false,"max_tokens":512,"merge_small":false,"overlap_tokens":0,"tokenizer":"cl100k_base"}` {
 		t.Fatalf("canonical options %s, %v", canon, err)
 	}
 	if err := reg.AddPreset(aiready.Preset()); err != nil {
@@ -472,7 +472,7 @@ func TestSpecsAndPreset(t *testing.T) {
 		t.Fatalf("pipeline = %+v", st)
 	}
 	opts, err := st[0].StepOptions(json.RawMessage(`{"chunk_size":800}`))
-	if err != nil || string(opts) != `{"chunk_size":800}` {
+	if err != nil || !strings.HasPrefix(string(opts), `{"chunk_size":800,`) {
 		t.Fatalf("step options %s, %v", opts, err)
 	}
 }
@@ -683,7 +683,7 @@ func TestPresetWithConvertAndOCR(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]string{"convert": `{"format":"pdf"}`, "extract": `{"chunk_size":750}`}[st.Name]; string(opts) != want {
+		if want := map[string]string{"convert": `{"format":"pdf"}`, "extract": `{"chunk_size":750,"contextualize":false,"cross_sections":false,"max_tokens":512,"merge_small":false,"overlap_tokens":0,"tokenizer":"cl100k_base"}`}[st.Name]; string(opts) != want {
 			t.Fatalf("step %s runs with %s, want %s", st.Name, opts, want)
 		}
 	}

@@ -30,12 +30,16 @@ func analyze(pages []*pageData) *document {
 	})
 	d := &document{body: body}
 	for _, bs := range perPage {
-		for _, b := range bs {
+		for k, b := range bs {
+			if n := len(d.blocks); n > 0 && k == 0 && carriesTable(d.blocks[n-1], b) {
+				continue
+			}
 			if n := len(d.blocks); n > 0 && continues(d.blocks[n-1], b) {
 				prev := d.blocks[n-1]
 				prev.text = joinLines([]string{prev.text, b.text})
 				prev.lines += b.lines
 				prev.last, prev.leaf = b.last, b.leaf
+				prev.boxes = append(prev.boxes, b.boxes...)
 				continue
 			}
 			d.blocks = append(d.blocks, b)
@@ -44,6 +48,35 @@ func analyze(pages []*pageData) *document {
 	d.headings(bodyBold)
 	d.listLevels()
 	return d
+}
+
+// carriesTable adds b, first of a page, to the table that ended the page before when
+// it carries that table on: a line whose pieces stand in the table's columns, or a
+// table of as many columns (its header row dropped when it repeats the table's).
+func carriesTable(t, b *block) bool {
+	if t.kind != kindTable || len(t.rows) == 0 || b.first != t.last+1 {
+		return false
+	}
+	switch {
+	case b.kind == kindPara && b.lines == 1 && len(b.frags) >= 2 && len(t.gaps) > 0:
+		row, ok := fitRow(b.frags, t.gaps)
+		if !ok || len(row) != len(t.rows[0]) {
+			return false
+		}
+		t.rows = append(t.rows, row)
+		t.rowBoxes = append(t.rowBoxes, b.boxes)
+	case b.kind == kindTable && len(b.rows) > 0 && len(b.rows[0]) == len(t.rows[0]):
+		rows, boxes := b.rows, b.rowBoxes
+		if slices.Equal(rows[0], t.rows[0]) {
+			rows, boxes = rows[1:], boxes[1:]
+		}
+		t.rows = append(t.rows, rows...)
+		t.rowBoxes = append(t.rowBoxes, boxes...)
+	default:
+		return false
+	}
+	t.last = b.last
+	return true
 }
 
 // continues reports whether b, first of a column or a page, carries on the paragraph
@@ -171,7 +204,7 @@ func dropFurniture(pages []*pageData, body float64) {
 	for i, p := range pages {
 		kept := p.segs[:0]
 		for _, s := range p.segs {
-			if e := edges[i][s]; e != 0 {
+			if e := edges[i][s]; e != 0 && !inTableRow(p, s) {
 				norm := strings.ToLower(strings.TrimSpace(s.text))
 				if pageNumber.MatchString(norm) || count[keyOf(e, s)] >= minRepeat {
 					continue
@@ -181,6 +214,28 @@ func dropFurniture(pages []*pageData, body float64) {
 		}
 		p.segs = kept
 	}
+}
+
+// inTableRow reports a segment in a row of three or more segments, or between
+// vertical rules: a table's row, which may hold numbers, is no page furniture.
+func inTableRow(p *pageData, s *segment) bool {
+	n := 0
+	for _, o := range p.segs {
+		if vOverlapHalf(o.box, s.box) {
+			n++
+		}
+	}
+	if n >= 3 {
+		return true
+	}
+	left, right := false, false
+	for _, r := range verticalRules(p.rules) {
+		if r.Y0 <= s.box.Y0 && r.Y1 >= s.box.Y1 {
+			left = left || r.X1 <= s.box.X0+1
+			right = right || r.X0 >= s.box.X1-1
+		}
+	}
+	return left && right
 }
 
 // normalise is text as compared across pages: lower case, digits alike.

@@ -38,19 +38,24 @@ func TestPageNumberPattern(t *testing.T) {
 
 func TestSplitText(t *testing.T) {
 	s := strings.Repeat("Short sentence here. ", 30) + strings.Repeat("x", 250)
-	for _, size := range []int{200, 57} {
-		parts := splitText(s, size)
+	for _, c := range []struct{ chars, tokens int }{{200, 1000}, {57, 1000}, {2000, 20}, {2000, 3}} {
+		ch, err := newChunker(Options{ChunkSize: c.chars, MaxTokens: c.tokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := ch.split(s, c.tokens)
 		for _, p := range parts {
-			if n := utf8.RuneCountInString(p); n > size || n == 0 {
-				t.Fatalf("size %d: piece of %d characters", size, n)
+			if n := utf8.RuneCountInString(p); n > c.chars || n == 0 || ch.tok.count(p) > c.tokens {
+				t.Fatalf("%+v: piece of %d characters, %d tokens", c, n, ch.tok.count(p))
 			}
 		}
 		if got := strings.ReplaceAll(strings.Join(parts, ""), " ", ""); got != strings.ReplaceAll(s, " ", "") {
-			t.Fatalf("size %d: text lost", size)
+			t.Fatalf("%+v: text lost", c)
 		}
 	}
 	// Sentences stay whole when they fit.
-	for _, p := range splitText(strings.Repeat("Short sentence here. ", 30), 100) {
+	ch, _ := newChunker(Options{ChunkSize: 100, MaxTokens: 512})
+	for _, p := range ch.split(strings.Repeat("Short sentence here. ", 30), 512) {
 		if !strings.HasSuffix(p, ".") {
 			t.Fatalf("piece cut inside a sentence: %q", p)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/filemill/filemill/jobs/ops/internal/docstruct"
 )
 
 type blockKind int
@@ -36,6 +38,17 @@ type block struct {
 	// (within its page) that it was read from.
 	first, last int
 	leaf        int
+	// boxes are the block's lines on their pages; rowBoxes a table's rows.
+	boxes    []docstruct.Box
+	rowBoxes [][]docstruct.Box
+	// frags are a one-line paragraph's pieces; gaps a table's column gaps: a header
+	// row set apart from its table is joined to it by them.
+	frags []frag
+	gaps  []span
+}
+
+func pageBox(page int, r rect) docstruct.Box {
+	return docstruct.Box{Page: page, X0: r.X0, Y0: r.Y0, X1: r.X1, Y1: r.Y1}
 }
 
 // item is what reading order is decided on: a segment, or a table found by its rules.
@@ -56,7 +69,7 @@ type layouter struct {
 
 // layout turns a page's segments and rules into blocks in reading order.
 func (p *pageData) layout(body float64) []*block {
-	l := &layouter{page: p.page, body: body, minGap: math.Max(4, 0.6*body)}
+	l := &layouter{page: p.page, body: body, minGap: math.Max(4, 0.5*body)}
 	items := make([]*item, 0, len(p.segs))
 	rest := p.segs
 	tables, rest := l.ruledTables(rest, p.rules)
@@ -67,7 +80,68 @@ func (p *pageData) layout(body float64) []*block {
 		items = append(items, &item{box: s.box, seg: s})
 	}
 	l.cut(items)
+	l.joinHeaders()
 	return l.out
+}
+
+// fitRow puts a line's pieces in the columns a table's gaps part: ok when they fill
+// two columns or more and none spans a gap whole. A piece may reach into a gap (a
+// header centred over numbers set flush right): it belongs to the column it covers
+// most of.
+func fitRow(frags []frag, gaps []span) ([]string, bool) {
+	row := make([]string, len(gaps)+1)
+	filled := 0
+	for _, f := range frags {
+		c, best := 0, math.Inf(-1)
+		for k := 0; k <= len(gaps); k++ {
+			x0, x1 := math.Inf(-1), math.Inf(1)
+			if k > 0 {
+				x0 = gaps[k-1].x1
+			}
+			if k < len(gaps) {
+				x1 = gaps[k].x0
+			}
+			if ov := math.Min(x1, f.box.X1) - math.Max(x0, f.box.X0); ov > best {
+				c, best = k, ov
+			}
+		}
+		for _, g := range gaps {
+			if f.box.X0 < g.x0-0.5 && f.box.X1 > g.x1+0.5 {
+				return nil, false
+			}
+		}
+		if row[c] == "" {
+			filled++
+		}
+		row[c] = strings.TrimSpace(row[c] + " " + strings.TrimSpace(f.text))
+	}
+	return row, filled >= 2
+}
+
+// joinHeaders makes a one-line paragraph right above a table its header row when
+// its pieces stand in the table's columns: a header whose cells stand closer than
+// the rows' made a group of its own.
+func (l *layouter) joinHeaders() {
+	for i := 1; i < len(l.out); i++ {
+		t, p := l.out[i], l.out[i-1]
+		if t.kind != kindTable || len(t.gaps) == 0 || p.kind != kindPara || p.lines != 1 || len(p.frags) < 2 ||
+			len(t.rowBoxes) == 0 || len(p.boxes) != 1 {
+			continue
+		}
+		pb, tb := p.boxes[0], t.rowBoxes[0][0]
+		h := pb.Y1 - pb.Y0
+		if tb.Y0-pb.Y1 > 1.5*h || tb.Y0 < pb.Y1-0.5*h {
+			continue
+		}
+		row, ok := fitRow(p.frags, t.gaps)
+		if !ok || len(row) != len(t.rows[0]) {
+			continue
+		}
+		t.rows = append([][]string{row}, t.rows...)
+		t.rowBoxes = append([][]docstruct.Box{{pb}}, t.rowBoxes...)
+		l.out = slices.Delete(l.out, i-1, i)
+		i--
+	}
 }
 
 // band is a horizontal strip of items no horizontal cut can pass through.
@@ -84,6 +158,68 @@ type group struct {
 	items []*item
 	bands int
 	cover []span
+	// tops and bottoms are the bands' vertical extents, top to bottom.
+	tops, bottoms []float64
+}
+
+func newGroup(b *band) *group {
+	g := &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+	g.addExtent(b)
+	return g
+}
+
+func (g *group) addExtent(b *band) {
+	top, bottom := math.Inf(1), math.Inf(-1)
+	for _, it := range b.items {
+		top, bottom = math.Min(top, it.box.Y0), math.Max(bottom, it.box.Y1)
+	}
+	g.tops, g.bottoms = append(g.tops, top), append(g.bottoms, bottom)
+}
+
+// killsGutter reports whether one of before's gutters is not (mostly) one of after's.
+func killsGutter(before, after []span) bool {
+	for _, g := range before {
+		kept := false
+		for _, a := range after {
+			if math.Min(g.x1, a.x1)-math.Max(g.x0, a.x0) >= 0.5*(g.x1-g.x0) {
+				kept = true
+				break
+			}
+		}
+		if !kept {
+			return true
+		}
+	}
+	return false
+}
+
+// apart reports a band set apart from the group's rows: further below the last than
+// the rows stand from each other, or of another size (a heading under a table).
+func (l *layouter) apart(g *group, b *band) bool {
+	var gaps []float64
+	for i := 1; i < len(g.tops); i++ {
+		gaps = append(gaps, g.tops[i]-g.bottoms[i-1])
+	}
+	top := math.Inf(1)
+	size := 0.0
+	for _, it := range b.items {
+		top = math.Min(top, it.box.Y0)
+		if it.seg != nil {
+			size = math.Max(size, it.seg.size)
+		}
+	}
+	gsize := 0.0
+	for _, it := range g.items {
+		if it.seg != nil {
+			gsize = math.Max(gsize, it.seg.size)
+		}
+	}
+	otherSize := size > 0 && gsize > 0 && !sameSize(size, gsize)
+	if g.bands < 2 {
+		return otherSize
+	}
+	gap := top - g.bottoms[len(g.bottoms)-1]
+	return gap > 1.4*median(gaps)+1 || otherSize
 }
 
 func (g *group) gutters(minGap float64) []span {
@@ -156,21 +292,26 @@ func (l *layouter) cut(items []*item) {
 	var cur *group
 	for _, b := range bands {
 		if cur == nil {
-			cur = &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+			cur = newGroup(b)
 			continue
 		}
 		merged := cover(cur.cover, b.items)
 		cand := &group{cover: merged}
-		curG := len(cur.gutters(l.minGap)) > 0
+		curGut := cur.gutters(l.minGap)
+		curG := len(curGut) > 0
 		bG := len((&group{cover: b.cover}).gutters(l.minGap)) > 0
-		if (len(cand.gutters(l.minGap)) > 0 && !(curG && l.belowColumns(cur, b))) || (!curG && !bG) {
+		// A band that closes one of the group's gutters and stands apart from its rows
+		// (a heading under a table or columns) starts a group of its own.
+		closes := curG && killsGutter(curGut, cand.gutters(l.minGap)) && l.apart(cur, b)
+		if !closes && ((len(cand.gutters(l.minGap)) > 0 && !(curG && l.belowColumns(cur, b))) || (!curG && !bG)) {
 			cur.items = append(cur.items, b.items...)
 			cur.bands++
 			cur.cover = merged
+			cur.addExtent(b)
 			continue
 		}
 		groups = append(groups, cur)
-		cur = &group{items: slices.Clone(b.items), bands: 1, cover: b.cover}
+		cur = newGroup(b)
 	}
 	groups = append(groups, cur)
 	for _, g := range groups {
@@ -278,25 +419,22 @@ func median(v []float64) float64 {
 // table makes a table of a group: its gutters divide the columns, its bands the rows;
 // a band with nothing in the first column continues the row above (a wrapped cell).
 func (l *layouter) table(g *group, gut []span) {
-	t := &block{kind: kindTable, first: l.page, last: l.page}
+	// The gutters part the columns; pieces closer than a gutter but standing apart on
+	// every row (cells set a few points apart) part more.
+	var rows []line
 	for _, b := range l.bands(g.items) {
-		cols := splitColumns(b.items, gut)
-		row := make([]string, len(cols))
-		for i, c := range cols {
-			row[i] = cellText(c)
+		ln := line{box: b.items[0].box}
+		for _, it := range b.items {
+			ln.box = union(ln.box, it.box)
+			ln.frags = append(ln.frags, it.seg.frags...)
 		}
-		if row[0] == "" && len(t.rows) > 0 {
-			prev := t.rows[len(t.rows)-1]
-			for i, c := range row {
-				if c != "" {
-					prev[i] = strings.TrimSpace(prev[i] + " " + c)
-				}
-			}
-			continue
-		}
-		t.rows = append(t.rows, row)
+		slices.SortFunc(ln.frags, func(a, b frag) int { return cmpF(a.box.X0, b.box.X0) })
+		rows = append(rows, ln)
 	}
-	l.out = append(l.out, t)
+	if gaps := fragGaps(rows); len(gaps) > len(gut) {
+		gut = gaps
+	}
+	l.lineTable(rows, gut)
 }
 
 // cellText joins a cell's segments in reading order.
@@ -367,11 +505,13 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 	for _, k := range keys {
 		comp := comps[k]
 		var xs, ys []float64
+		var vr []rect
 		box := comp[0]
 		for _, r := range comp {
 			box = union(box, r)
 			if r.X1-r.X0 <= 3 && r.Y1-r.Y0 > 3 {
 				xs = append(xs, (r.X0+r.X1)/2)
+				vr = append(vr, r)
 			} else if r.Y1-r.Y0 <= 3 {
 				ys = append(ys, (r.Y0+r.Y1)/2)
 			}
@@ -404,7 +544,7 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 			continue
 		}
 		t := &block{kind: kindTable, first: l.page, last: l.page}
-		for _, row := range cells {
+		for r, row := range cells {
 			texts := make([]string, nc)
 			empty := true
 			for c, its := range row {
@@ -412,10 +552,12 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 				empty = empty && texts[c] == ""
 			}
 			if !empty {
+				spanCells(texts, xs, vr, (ys[r]+ys[r+1])/2)
 				t.rows = append(t.rows, texts)
+				t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, rect{X0: xs[0], Y0: ys[r], X1: xs[nc], Y1: ys[r+1]})})
 			}
 		}
-		t.rows = dropEmptyColumns(t.rows)
+		t.rows = docstruct.DropEmptyColumns(t.rows)
 		if len(t.rows) == 0 || len(t.rows[0]) < 2 {
 			// A frame around text, not a table: its text goes back to the page.
 			for _, row := range cells {
@@ -445,6 +587,38 @@ func (l *layouter) ruledTables(segs []*segment, rules []rect) ([]*item, []*segme
 	return tables, rest
 }
 
+// spanCells joins the cells of a row that no vertical rule parts at the row's middle
+// y (a merged cell), repeating the joined text over the columns it spans.
+func spanCells(texts []string, xs []float64, vr []rect, y float64) {
+	parted := func(x float64) bool {
+		for _, r := range vr {
+			if math.Abs((r.X0+r.X1)/2-x) <= 2 && r.Y0 <= y && r.Y1 >= y {
+				return true
+			}
+		}
+		return false
+	}
+	for a := 0; a < len(texts); {
+		b := a + 1
+		for b < len(texts) && !parted(xs[b]) {
+			b++
+		}
+		if b-a > 1 {
+			var parts []string
+			for _, t := range texts[a:b] {
+				if t != "" {
+					parts = append(parts, t)
+				}
+			}
+			joined := strings.Join(parts, " ")
+			for i := a; i < b; i++ {
+				texts[i] = joined
+			}
+		}
+		a = b
+	}
+}
+
 func clusterCoords(v []float64) []float64 {
 	slices.Sort(v)
 	var out []float64
@@ -457,31 +631,6 @@ func clusterCoords(v []float64) []float64 {
 	return out
 }
 
-func dropEmptyColumns(rows [][]string) [][]string {
-	if len(rows) == 0 {
-		return rows
-	}
-	var keep []int
-	for c := range rows[0] {
-		for _, r := range rows {
-			if r[c] != "" {
-				keep = append(keep, c)
-				break
-			}
-		}
-	}
-	if len(keep) == len(rows[0]) {
-		return rows
-	}
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		for _, c := range keep {
-			out[i] = append(out[i], r[c])
-		}
-	}
-	return out
-}
-
 // line is one line of text in a single column.
 type line struct {
 	text  string
@@ -489,6 +638,7 @@ type line struct {
 	size  float64
 	bold  bool
 	chars int
+	frags []frag
 }
 
 // leaf reads a single column: its items in lines top to bottom, the lines in blocks.
@@ -508,6 +658,7 @@ func (l *layouter) leaf(items []*item) {
 		for _, it := range pending {
 			s := it.seg
 			parts = append(parts, s.text)
+			ln.frags = append(ln.frags, s.frags...)
 			ln.box = union(ln.box, s.box)
 			ln.chars += s.chars
 			if s.chars > best {
@@ -526,7 +677,7 @@ func (l *layouter) leaf(items []*item) {
 	for _, it := range items {
 		if it.tab != nil {
 			flushLine()
-			l.blocks(lines)
+			l.tabulate(lines)
 			lines = lines[:0]
 			l.out = append(l.out, it.tab)
 			continue
@@ -542,7 +693,140 @@ func (l *layouter) leaf(items []*item) {
 		pending = append(pending, it)
 	}
 	flushLine()
-	l.blocks(lines)
+	l.tabulate(lines)
+}
+
+// tabulate turns a column's lines into blocks: runs of lines whose pieces stand in
+// columns (a strip of the column empty on every line, pieces on both sides) are
+// tables however narrow the strip, as pdfplumber's text strategy and Camelot's
+// stream mode find them; the other lines are paragraphs and list items.
+func (l *layouter) tabulate(lines []line) {
+	start := 0
+	for i := 0; i < len(lines); {
+		if j, gaps := l.tableRun(lines, i); j > i {
+			l.blocks(lines[start:i])
+			l.lineTable(lines[i:j], gaps)
+			i, start = j, j
+			continue
+		}
+		i++
+	}
+	l.blocks(lines[start:])
+}
+
+// minTableRows is how many lines in columns make a table.
+const minTableRows = 3
+
+// tableRun returns the end of the run of lines from i that reads as a table, with
+// its column gaps; i when there is none.
+func (l *layouter) tableRun(lines []line, i int) (int, []span) {
+	j := i
+	for j < len(lines) {
+		ln := lines[j]
+		if len(ln.frags) < 2 {
+			break
+		}
+		if _, _, _, ok := listMarker(ln.text); ok {
+			break
+		}
+		if j > i {
+			h := math.Max(ln.box.Y1-ln.box.Y0, 1)
+			if ln.box.Y0-lines[j-1].box.Y1 > 1.2*h || !sameSize(ln.size, lines[j-1].size) && j-i > 1 {
+				break
+			}
+		}
+		j++
+	}
+	for k := j; k-i >= minTableRows; k-- {
+		if gaps := fragGaps(lines[i:k]); len(gaps) > 0 {
+			return k, gaps
+		}
+	}
+	return i, nil
+}
+
+// fragGaps are the strips empty on every line, between pieces, that at least two
+// thirds of the lines have pieces on both sides of.
+func fragGaps(lines []line) []span {
+	var items []*item
+	for _, ln := range lines {
+		for _, f := range ln.frags {
+			items = append(items, &item{box: f.box})
+		}
+	}
+	cov := cover(nil, items)
+	// Lines of one piece (a wrapped cell's further lines) say nothing of columns.
+	multi := 0
+	for _, ln := range lines {
+		if len(ln.frags) >= 2 {
+			multi++
+		}
+	}
+	var out []span
+	for k := 1; k < len(cov); k++ {
+		g := span{cov[k-1].x1, cov[k].x0}
+		both := 0
+		for _, ln := range lines {
+			left, right := false, false
+			for _, f := range ln.frags {
+				left = left || f.box.X1 <= g.x0+0.01
+				right = right || f.box.X0 >= g.x1-0.01
+			}
+			if left && right {
+				both++
+			}
+		}
+		if both >= 2 && both*3 >= 2*multi {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// lineTable makes a table of lines, its gaps dividing the columns; a line with
+// nothing in the first column continues the row above (a wrapped cell).
+func (l *layouter) lineTable(lines []line, gaps []span) {
+	t := &block{kind: kindTable, first: l.page, last: l.page, leaf: l.leaves, gaps: gaps}
+	// Rows stand further apart than the lines of a wrapped cell (cell padding): when
+	// the space between lines takes two sizes, the larger parts rows, and a row's
+	// lines (a cell centred beside a wrapped one too) are one row. Else a line with
+	// nothing in the first column carries on the row above.
+	var pitch []float64
+	for i := 1; i < len(lines); i++ {
+		pitch = append(pitch, lines[i].box.Y0-lines[i-1].box.Y1)
+	}
+	split := math.Inf(1)
+	if len(pitch) > 0 {
+		lo, hi := slices.Min(pitch), slices.Max(pitch)
+		if hi-lo >= 1.5 {
+			split = (lo + hi) / 2
+		}
+	}
+	for i, ln := range lines {
+		row := make([]string, len(gaps)+1)
+		for _, f := range ln.frags {
+			c := sort.Search(len(gaps), func(i int) bool { return gaps[i].x0 >= f.box.X1-0.01 })
+			row[c] = strings.TrimSpace(strings.TrimSpace(row[c]) + " " + strings.TrimSpace(f.text))
+		}
+		carries := row[0] == ""
+		if !math.IsInf(split, 1) && i > 0 {
+			carries = pitch[i-1] < split
+		}
+		if carries && len(t.rows) > 0 {
+			prev := t.rows[len(t.rows)-1]
+			for i, c := range row {
+				if c != "" {
+					prev[i] = strings.TrimSpace(prev[i] + " " + c)
+				}
+			}
+			n := len(t.rowBoxes) - 1
+			t.rowBoxes[n][0] = t.rowBoxes[n][0].Union(pageBox(l.page, ln.box))
+			continue
+		}
+		t.rows = append(t.rows, row)
+		t.rowBoxes = append(t.rowBoxes, []docstruct.Box{pageBox(l.page, ln.box)})
+	}
+	l.out = append(l.out, t)
 }
 
 // blocks groups a column's lines into paragraphs and list items: a new block starts
@@ -571,7 +855,7 @@ func (l *layouter) blocks(lines []line) {
 		if marker, rest, ordered, ok := listMarker(ln.text); ok && ln.size < 1.12*l.body {
 			flush()
 			cur = &block{kind: kindItem, marker: marker, ordered: ordered, size: ln.size, bold: ln.bold, lines: 1,
-				x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
+				x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves, boxes: []docstruct.Box{pageBox(l.page, ln.box)}}
 			parts = append(parts, rest)
 			prev = ln
 			continue
@@ -588,13 +872,15 @@ func (l *layouter) blocks(lines []line) {
 			}
 			if cont {
 				parts = append(parts, ln.text)
+				cur.boxes = append(cur.boxes, pageBox(l.page, ln.box))
 				cur.lines++
 				prev = ln
 				continue
 			}
 		}
 		flush()
-		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves}
+		cur = &block{kind: kindPara, size: ln.size, bold: ln.bold, lines: 1, x0: ln.box.X0, first: l.page, last: l.page, leaf: l.leaves,
+			boxes: []docstruct.Box{pageBox(l.page, ln.box)}, frags: ln.frags}
 		parts = append(parts, ln.text)
 		prev = ln
 	}

@@ -21,7 +21,20 @@ type segment struct {
 	size         float64
 	bold, italic bool
 	chars        int
+	// frags are the segment's pieces set apart by any gap (not touching): table
+	// cells closer than a wide word space are told apart by them.
+	frags []frag
 }
+
+// frag is text set without a gap.
+type frag struct {
+	text string
+	box  rect
+}
+
+// fragGap is the gap between runs, in ems, that parts fragments: more than the
+// slack between touching runs of one word or one styled span.
+const fragGap = 0.15
 
 // pageData is one page reduced to what layout needs.
 type pageData struct {
@@ -152,6 +165,9 @@ func evenRow(line []run) rect {
 	return row
 }
 
+// cellGap is the gap between runs, in ems, that parts them into segments.
+const cellGap = 0.55
+
 func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*segment {
 	start := len(out)
 	var cur *segment
@@ -176,7 +192,10 @@ func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*s
 			// A lone glyph set apart at the start of a row may be a bullet: kept apart.
 			bullet := i == 1 && utf8.RuneCountInString(line[0].text) == 1 && gap >= 0.5*size &&
 				strings.ContainsAny(line[0].text, misreadBullets+"•-–*·")
-			if gap > 1.0*size || gap < -2*size || bullet || ruleBetween(vrules, cur.box.X1, r.box.X0, row) {
+			// Runs apart by more than a wide word space are cells or columns: a text
+			// layer's word spaces are characters of its runs, or gaps of a third of
+			// an em between them; table cells stand at least half an em apart.
+			if gap > cellGap*size || gap < -2*size || bullet || ruleBetween(vrules, cur.box.X1, r.box.X0, row) {
 				flush()
 			} else if gap > 0.12*size && !strings.HasSuffix(sb.String(), " ") && !strings.HasPrefix(r.text, " ") {
 				sb.WriteByte(' ')
@@ -186,6 +205,16 @@ func appendRowSegments(out []*segment, line []run, row rect, vrules []rect) []*s
 			cur = &segment{box: r.box}
 			sb.Reset()
 			boldN, italicN, bestN = 0, 0, 0
+		}
+		if n := len(cur.frags); n > 0 && r.box.X0-cur.frags[n-1].box.X1 <= fragGap*math.Max(cur.size, r.size) {
+			f := &cur.frags[n-1]
+			if r.box.X0-f.box.X1 > 0.12*r.size && !strings.HasSuffix(f.text, " ") && !strings.HasPrefix(r.text, " ") {
+				f.text += " "
+			}
+			f.text += r.text
+			f.box = union(f.box, r.box)
+		} else {
+			cur.frags = append(cur.frags, frag{text: r.text, box: r.box})
 		}
 		sb.WriteString(r.text)
 		cur.box = union(cur.box, r.box)
@@ -225,6 +254,7 @@ func mergeMarkers(out []*segment, n int) []*segment {
 		next.text = m.text + " " + next.text
 		next.box = union(m.box, next.box)
 		next.chars += m.chars
+		next.frags = append(slices.Clone(m.frags), next.frags...)
 		out = slices.Delete(out, i, i+1)
 	}
 	return out

@@ -4,6 +4,8 @@
 package catalog
 
 import (
+	"slices"
+
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/image"
@@ -34,13 +36,14 @@ func Presets() []domain.PresetSpec {
 	return append(image.Presets(), document(), inspectPreset(), aiReady())
 }
 
-// aiReady reads a document for LLM pipelines: what is not a PDF is made one first
-// (office documents, HTML, Markdown and text converted; images recognised into a
-// searchable PDF), then its text, structure and chunks are extracted.
+// aiReady reads a document for LLM pipelines: office documents are converted to a PDF
+// first (their structure is read from the file itself, their pages and boxes from the
+// PDF), images recognised into a searchable PDF; HTML, Markdown, CSV and text are read
+// as they are; then the text, structure and chunks are extracted.
 func aiReady() domain.PresetSpec {
 	var convertible []string
 	for _, f := range office.InputFormats {
-		if f != "pdf" && f != "image/*" {
+		if f != "pdf" && f != "image/*" && !slices.Contains(aiready.InputFormats, f) && f != "md" {
 			convertible = append(convertible, f)
 		}
 	}

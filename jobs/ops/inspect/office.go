@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/zipparts"
 )
 
 // errPartTooLarge marks an XML part over MaxXMLBytes: the part is skipped, not the file.
@@ -26,7 +27,7 @@ var errPartTooLarge = errors.New("part too large")
 func (e *Engine) inspectOffice(ctx context.Context, src source, f domain.Format) (*OfficeReport, error) {
 	// Count the entries from the end-of-central-directory record before archive/zip
 	// allocates one struct per entry.
-	n, err := zipEntryCount(src.f, src.size)
+	n, err := zipparts.EntryCount(src.f, src.size)
 	if err != nil {
 		return nil, err
 	}
@@ -367,44 +368,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		return n, io.EOF
 	}
 	return n, err
-}
-
-// zipEntryCount reads the entry count from the end-of-central-directory record (or its
-// zip64 form). It returns 0 when there is no such record, leaving the verdict to
-// archive/zip.
-func zipEntryCount(r io.ReaderAt, size int64) (uint64, error) {
-	const eocdLen, maxComment = 22, 65535
-	tailLen := min(size, eocdLen+maxComment)
-	tail := make([]byte, tailLen)
-	if _, err := r.ReadAt(tail, size-tailLen); err != nil && err != io.EOF {
-		return 0, fmt.Errorf("inspect: read zip directory: %w", err)
-	}
-	i := bytes.LastIndex(tail, []byte("PK\x05\x06"))
-	if i < 0 || i+eocdLen > len(tail) {
-		return 0, nil
-	}
-	count := uint64(binary.LittleEndian.Uint16(tail[i+10:]))
-	if count != 0xFFFF {
-		return count, nil
-	}
-	// Zip64: a locator just before the record points at the zip64 record.
-	loc := size - tailLen + int64(i) - 20
-	var l [20]byte
-	if loc < 0 {
-		return count, nil
-	}
-	if _, err := r.ReadAt(l[:], loc); err != nil || string(l[:4]) != "PK\x06\x07" {
-		return count, nil
-	}
-	var rec [40]byte
-	off := int64(binary.LittleEndian.Uint64(l[8:]))
-	if off < 0 || off > size-40 {
-		return count, nil
-	}
-	if _, err := r.ReadAt(rec[:], off); err != nil || string(rec[:4]) != "PK\x06\x06" {
-		return count, nil
-	}
-	return binary.LittleEndian.Uint64(rec[32:]), nil
 }
 
 // inspectCFB recognises a password-protected OOXML document: a compound file whose

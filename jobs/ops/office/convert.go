@@ -14,12 +14,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/docstruct"
+	"github.com/filemill/filemill/jobs/ops/internal/zipparts"
 	"github.com/filemill/filemill/jobs/ops/runner"
 )
 
 // ConvertOptions are the options of convert.
 type ConvertOptions struct {
-	Format string `json:"format,omitempty" doc:"Output format: pdf; txt (plain text); md (Markdown, from text documents and spreadsheets); png, jpeg or webp (one image per page)." schema:"enum=pdf|png|jpeg|webp|txt|md,default=pdf"`
+	Format string `json:"format,omitempty" doc:"Output format: pdf; txt (plain text); md (Markdown, from text documents, spreadsheets and presentations); png, jpeg or webp (one image per page)." schema:"enum=pdf|png|jpeg|webp|txt|md,default=pdf"`
 }
 
 // Output formats.
@@ -53,8 +55,8 @@ func Specs() []domain.OperationSpec {
 		Name:   "convert",
 		Engine: EngineName,
 		Description: "Converts office documents (doc, docx, odt, rtf, xls, xlsx, ods, csv, ppt, pptx, odp), HTML, " +
-			"Markdown and images to PDF with LibreOffice; office documents and PDFs to plain text; text documents " +
-			"and spreadsheets to Markdown; and documents to one image per page. Macros never run and documents " +
+			"Markdown and images to PDF with LibreOffice; office documents and PDFs to plain text; text documents, " +
+			"spreadsheets (one section per sheet, its first row the header) and presentations (one section per slide) to Markdown; and documents to one image per page. Macros never run and documents " +
 			"never fetch remote resources.",
 		Options:      ConvertOptions{},
 		InputFormats: InputFormats,
@@ -394,9 +396,15 @@ func cleanText(path string) error {
 	return nil
 }
 
-// toMarkdown converts text documents and spreadsheets to HTML with LibreOffice, then
-// that HTML to Markdown (headings, lists, tables, emphasis, links).
+// toMarkdown writes spreadsheets and presentations through their own structure (one
+// section per sheet or slide: docstruct, which ai-ready reads them with too; legacy
+// binary ones converted to their OOXML sibling first), and converts text documents to
+// HTML with LibreOffice, then that HTML to Markdown (headings, lists, tables,
+// emphasis, links).
 func (c *conversion) toMarkdown(ctx context.Context) (*domain.EngineOutput, error) {
+	if c.kind == kindSheet || c.kind == kindSlides {
+		return c.structureToMarkdown(ctx)
+	}
 	var h []byte
 	switch c.kind {
 	case kindHTML:
@@ -405,7 +413,7 @@ func (c *conversion) toMarkdown(ctx context.Context) (*domain.EngineOutput, erro
 			return nil, err
 		}
 		h = b
-	case kindText, kindSheet, kindPlain:
+	case kindText, kindPlain:
 		if err := precheck(c.in.Path, c.ext); err != nil {
 			return nil, err
 		}
@@ -429,6 +437,43 @@ func (c *conversion) toMarkdown(ctx context.Context) (*domain.EngineOutput, erro
 	}
 	out := filepath.Join(c.in.WorkDir, c.base+".md")
 	if err := os.WriteFile(out, md, 0o600); err != nil {
+		return nil, err
+	}
+	return single(c.base+".md", "text/markdown; charset=utf-8", out), nil
+}
+
+// structureToMarkdown writes a spreadsheet or presentation as Markdown from its own
+// structure.
+func (c *conversion) structureToMarkdown(ctx context.Context) (*domain.EngineOutput, error) {
+	path := c.in.Path
+	reader := docstruct.ReaderFor(c.in.Format, c.in.Filename)
+	if reader == "" || c.ext == "cfb" {
+		// A legacy binary (or unnamed compound) file: its OOXML sibling is read.
+		to, r := "xlsx", docstruct.ReaderXLSX
+		if c.kind == kindSlides {
+			to, r = "pptx", docstruct.ReaderPPTX
+		}
+		out, err := c.scratch("sibling." + to)
+		if err != nil {
+			return nil, err
+		}
+		m := importFilter[c.ext]
+		if err := c.e.lo(ctx, c.in.Path, out, m.filter, m.options, to); err != nil {
+			return nil, err
+		}
+		path, reader = out, r
+	} else if err := precheck(c.in.Path, c.ext); err != nil {
+		return nil, err
+	}
+	doc, err := docstruct.Read(path, reader, zipparts.DefaultLimits())
+	switch {
+	case errors.Is(err, zipparts.ErrTooLarge):
+		return nil, domain.Errorf(domain.CodeUnsupportedInput, "the document is larger than its structure is read for")
+	case err != nil:
+		return nil, domain.Errorf(domain.CodeCorruptedFile, "the document cannot be read")
+	}
+	out := filepath.Join(c.in.WorkDir, c.base+".md")
+	if err := os.WriteFile(out, []byte(doc.Markdown()), 0o600); err != nil {
 		return nil, err
 	}
 	return single(c.base+".md", "text/markdown; charset=utf-8", out), nil

@@ -4,7 +4,7 @@
 # this helper and its LibreOffice together on a timeout, a crash or shutdown.
 #
 # Requests:  {"op": "ping"}
-#            {"op": "convert", "in": PATH, "out": PATH, "import": FILTER, "to": "pdf"|"txt"}
+#            {"op": "convert", "in": PATH, "out": PATH, "import": FILTER, "to": "pdf"|"txt"|"html"|"xlsx"|"pptx"}
 # Answers:   {"ok": true, ...} or {"ok": false, "error": KIND, "detail": TEXT}
 # KIND is encrypted, corrupted, unsupported or broken (the helper exits after broken).
 
@@ -38,6 +38,8 @@ EXPORT = {
     ("text", "html"): "HTML (StarWriter)",
     ("web", "html"): "HTML",
     ("spreadsheet", "html"): "HTML (StarCalc)",
+    ("spreadsheet", "xlsx"): "Calc MS Excel 2007 XML",
+    ("presentation", "pptx"): "Impress MS PowerPoint 2007 XML",
 }
 
 

@@ -1,7 +1,11 @@
-// Package aireadytest writes PDFs of known structure for the ai-ready tests and
-// benchmarks: headings at chosen sizes, wrapped paragraphs, bulleted lists, ruled and
-// aligned tables, two-column pages, running headers and footers with page numbers.
-// It writes the file format with jobs/ops/pdf/pdftest, not with the code under test.
+// Package aireadytest makes documents of known structure for the ai-ready tests and
+// benchmarks, and scores outputs against them. It writes PDFs directly (headings at
+// chosen sizes, wrapped paragraphs, bulleted lists, ruled and aligned tables, pages of
+// two or three columns, running headers and footers with page numbers) with
+// jobs/ops/pdf/pdftest, not with the code under test; and Sources (text documents,
+// decks, workbooks) as HTML, Markdown and flat ODF that LibreOffice turns into DOCX,
+// ODT, PPTX, ODP, XLSX, ODS and PDF (Convert). Truth and Compare score a markdown
+// output: heading F1, table cell F1, list item recall and reading-order agreement.
 package aireadytest
 
 import (
