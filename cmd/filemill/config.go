@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/filemill/filemill/cmd/filemill/listener"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/office"
-	"github.com/filemill/filemill/cmd/filemill/listener"
 	"github.com/filemill/filemill/storage/fetch"
 )
 

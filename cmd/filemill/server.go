@@ -17,6 +17,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
 
+	"github.com/filemill/filemill/cmd/filemill/listener"
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/logging"
@@ -26,7 +27,6 @@ import (
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ratelimit"
-	"github.com/filemill/filemill/cmd/filemill/listener"
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
