@@ -27,6 +27,7 @@ export default defineConfig({
     reportCompressedSize: false,
     rollupOptions: {
       input: { index: here("index.html"), play: here("play.html") },
+      checks: { pluginTimings: false },
     },
   },
   server: {

@@ -95,8 +95,9 @@ let fileId; // the photo, uploaded through the console
 let jobId; // its image.convert job
 let endpointId;
 
-await test("navigation links have their names", async () => {
-  await go("/");
+await test("a browser at / lands on the console; navigation links have their names", async () => {
+  await page.goto(base + "/");
+  await page.waitForURL(base + "/console/");
   for (const name of ["Overview", "Files", "Run", "Jobs", "Webhooks", "Keys", "Projects", "Members", "Usage"]) {
     await page.getByRole("link", { name, exact: true }).waitFor();
   }

@@ -79,7 +79,7 @@ export function FileDetail({ id }: { id: string }) {
         actions={
           <>
             {f.status === "ready" && <Link className="btn btn-primary" to={`/run?file=${f.id}`}>Run a job</Link>}
-            {f.status === "ready" && <DownloadButton fileId={f.id} label={`Download ${f.filename}`} />}
+            {f.status === "ready" && <DownloadButton fileId={f.id} label={`Download ${f.filename}`} small={false} />}
             {f.status !== "deleted" && (
               <button
                 type="button"

@@ -38,14 +38,14 @@ export function useDownloadURL(fileId: string, artifactId?: string | null, enabl
 }
 
 /** Opens a freshly minted download URL (URLs are short-lived: minted on click). */
-export function DownloadButton({ fileId, artifactId, label }: { fileId: string; artifactId?: string; label: string }) {
+export function DownloadButton({ fileId, artifactId, label, small = true }: { fileId: string; artifactId?: string; label: string; small?: boolean }) {
   const client = useClient();
   const [err, setErr] = useState<ApiError | null>(null);
   return (
     <>
       <button
         type="button"
-        className="btn btn-small"
+        className={small ? "btn btn-small" : "btn"}
         aria-label={label}
         onClick={async () => {
           const r = await client.mutation(MintURL, { fileId, artifactId }).toPromise();
