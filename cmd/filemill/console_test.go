@@ -40,16 +40,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		embedded bool
 	}{{"PostgresRedis", false}, {"EmbeddedDefault", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			recv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			recvURL, caFile := httpsReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(`{"received":true}`))
 			}))
-			recv.Config.ErrorLog = log.New(io.Discard, "", 0)
-			recv.StartTLS()
-			t.Cleanup(recv.Close)
-			caFile := filepath.Join(t.TempDir(), "ca.pem")
-			require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: recv.Certificate().Raw}), 0o600))
 
 			dir := t.TempDir()
 			addr, storageAddr := freeAddr(t), freeAddr(t)
@@ -80,7 +75,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			cmd := exec.Command(node, "e2e/console.mjs")
 			cmd.Dir = filepath.Join("..", "..", "web")
 			cmd.Env = append(cleanEnv(), "CONSOLE_URL=http://"+addr, "API_KEY="+key, "OUT_DIR="+out,
-				"HOOK_URL="+recv.URL+"/hook", "FIXTURES="+fixtures, "CHROMIUM="+chromium)
+				"HOOK_URL="+recvURL+"/hook", "FIXTURES="+fixtures, "CHROMIUM="+chromium)
 			var buf bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &buf, &buf
 			err := cmd.Run()
@@ -89,6 +84,19 @@ func TestConsoleInBrowser(t *testing.T) {
 			require.NoError(t, err, "the browser tests failed")
 		})
 	}
+}
+
+// httpsReceiver starts an HTTPS server for webhook deliveries and writes its
+// certificate to a CA file, for the server under test's SSL_CERT_FILE.
+func httpsReceiver(t *testing.T, h http.Handler) (url, caFile string) {
+	t.Helper()
+	recv := httptest.NewUnstartedServer(h)
+	recv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	recv.StartTLS()
+	t.Cleanup(recv.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: recv.Certificate().Raw}), 0o600))
+	return recv.URL, caFile
 }
 
 // consoleTools finds node, the console's npm packages and Chromium. Missing ones fail

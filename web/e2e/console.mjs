@@ -141,6 +141,40 @@ await test("a 30 MB upload goes in parallel parts with progress", async () => {
   await shoot("files");
 });
 
+await test("an upload cut off by a network error resumes, sending only the missing part", async () => {
+  await go("/files");
+  await page.getByRole("heading", { name: "Files", exact: true }).waitFor();
+  const file = join(profile, "resume.bin");
+  writeFileSync(file, randomBytes(20 * 1000 * 1000)); // two parts
+  // The network lets one part through and fails every other PUT, retries included.
+  let first = null;
+  let cut = true;
+  const t0 = Date.now();
+  const handler = (route) => {
+    const r = route.request();
+    if (r.method() !== "PUT" || !cut) return route.continue();
+    first ??= r.url();
+    return r.url() === first ? route.continue() : route.abort("internetdisconnected");
+  };
+  await page.route(() => true, handler);
+  const chooser = page.waitForEvent("filechooser");
+  await page.getByRole("button", { name: "Upload files" }).click();
+  await (await chooser).setFiles(file);
+  const item = page.getByRole("listitem").filter({ hasText: "resume.bin" });
+  await item.getByRole("button", { name: "Resume" }).waitFor({ timeout: 60_000 });
+  assert.match(await item.getByRole("alert").textContent(), /network/i);
+  cut = false;
+  console.log(`     cut off after ${Date.now() - t0} ms`);
+  await page.unroute(() => true, handler);
+  const puts = [];
+  const onReq = (r) => r.method() === "PUT" && puts.push(r.url());
+  page.on("request", onReq);
+  await item.getByRole("button", { name: "Resume" }).click();
+  await item.getByRole("link", { name: "ready" }).waitFor({ timeout: 60_000 });
+  page.off("request", onReq);
+  assert.equal(puts.length, 1, "only the part that had not landed was sent again");
+});
+
 await test("upload an image and run image.convert from the generated form", async () => {
   await go("/files");
   const chooser = page.waitForEvent("filechooser");
@@ -156,7 +190,10 @@ await test("upload an image and run image.convert from the generated form", asyn
   // The file's own "Run a job" picks it.
   await page.getByRole("link", { name: "Run a job" }).click();
   await page.waitForURL(/\/console\/run\?file=/);
-  assert.ok(await page.getByRole("checkbox", { name: /photo\.png/ }).and(page.locator(":checked")).isVisible());
+  const picked = page.locator('.file-picker input[type="checkbox"]:checked');
+  await picked.first().waitFor();
+  assert.equal(await picked.count(), 1);
+  assert.match(await picked.locator("xpath=..").textContent(), /photo\.png/);
   await page.getByLabel("Operation or preset").selectOption("image.convert");
   // The form comes from image.convert's options schema.
   await page.getByLabel("format", { exact: true }).selectOption("png");

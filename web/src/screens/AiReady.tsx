@@ -5,7 +5,8 @@ import { apiError, newIdempotencyKey, type ApiError } from "../lib/graphql";
 import { Link } from "../lib/router";
 import { renderMarkdown } from "../lib/markdown";
 import { number } from "../lib/format";
-import { Card, Empty, ErrorBox, Loading, PageHeader } from "../ui/ui";
+import { Card, Empty, ErrorBox, Loading, PageHeader, screenState } from "../ui/ui";
+import { mintDownloadURL, useDownloadURL } from "./preview";
 
 // The ai-ready viewer: the document's markdown, chunk by chunk, beside its page images;
 // selecting a chunk highlights where it came from. Chunks carry `pages` and `boxes`
@@ -64,13 +65,6 @@ const RenderOptions = graphql(`
     }
   }
 `);
-const MintURL = graphql(`
-  mutation AiReadyURL($fileId: ID!, $artifactId: ID) {
-    createDownloadUrl(fileId: $fileId, artifactId: $artifactId) {
-      url
-    }
-  }
-`);
 const RenderPages = graphql(`
   mutation RenderPages($input: CreateJobInput!, $key: String) {
     createJob(input: $input, idempotencyKey: $key) {
@@ -99,10 +93,9 @@ function useArtifactText(fileId: string | undefined, artifactId: string | undefi
     if (!fileId || !artifactId) return;
     let live = true;
     (async () => {
-      const r = await client.mutation(MintURL, { fileId, artifactId }).toPromise();
-      if (r.error) return live && setState({ text: null, error: apiError(r.error) });
-      const res = await fetch(r.data!.createDownloadUrl.url);
-      const text = await res.text();
+      const r = await mintDownloadURL(client, fileId, artifactId);
+      if (!r.url) return live && setState({ text: null, error: r.error });
+      const text = await (await fetch(r.url)).text();
       if (live) setState({ text, error: null });
     })().catch((e) => live && setState({ text: null, error: { code: "network_error", message: String(e) } }));
     return () => {
@@ -113,13 +106,9 @@ function useArtifactText(fileId: string | undefined, artifactId: string | undefi
 }
 
 function PageImage({ fileId, artifactId, page, dpi, boxes, active }: { fileId: string; artifactId: string; page: number; dpi: number; boxes: Box[]; active: boolean }) {
-  const client = useClient();
-  const [url, setUrl] = useState<string | null>(null);
+  const { url } = useDownloadURL(fileId, artifactId);
   const [size, setSize] = useState<{ w: number; h: number } | null>(null);
   const ref = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    client.mutation(MintURL, { fileId, artifactId }).toPromise().then((r) => r.data && setUrl(r.data.createDownloadUrl.url));
-  }, [client, fileId, artifactId]);
   useEffect(() => {
     if (active && boxes.length) ref.current?.scrollIntoView({ behavior: "smooth", block: "center" });
   }, [active, boxes]);
@@ -178,8 +167,8 @@ export default function AiReady({ jobId }: { jobId: string }) {
   const dpi = Number((ro?.job?.options as { dpi?: number } | undefined)?.dpi) || 72;
 
   const head = <PageHeader title="ai-ready viewer" subtitle={<Link to={`/jobs/${jobId}`} className="mono">{jobId}</Link>} />;
-  if (error && !data) return <div className="page">{head}<ErrorBox error={apiError(error)!} /></div>;
-  if (!data) return <div className="page">{head}{fetching && <Loading />}</div>;
+  const state = screenState(head, { data, error, fetching });
+  if (state || !data) return state;
   if (!job) return <div className="page">{head}<Empty title="Job not found" /></div>;
   if (job.state !== "succeeded" || (!chunksArt && !mdArt)) return <div className="page">{head}<Empty title="No ai-ready output">The job must succeed with document.md and chunks.json.</Empty></div>;
 

@@ -4,7 +4,7 @@ import { graphql } from "../gql";
 import { apiError } from "../lib/graphql";
 import { Link, navigate } from "../lib/router";
 import { bytes } from "../lib/format";
-import { Card, Empty, ErrorBox, Loading, PageHeader, StateBadge, Time } from "../ui/ui";
+import { Card, Empty, ErrorBox, PageHeader, StateBadge, Time, screenState } from "../ui/ui";
 import { DownloadButton, Preview } from "./preview";
 
 const FileQuery = graphql(`
@@ -63,8 +63,8 @@ export function FileDetail({ id }: { id: string }) {
   const [selected, setSelected] = useState<string | null>(null);
   const f = data?.file;
   const head = <PageHeader title={f?.filename ?? "File"} subtitle={<span className="mono">{id}</span>} />;
-  if (error && !data) return <div className="page">{head}<ErrorBox error={apiError(error)!} onRetry={() => refetch({ requestPolicy: "network-only" })} /></div>;
-  if (!data) return <div className="page">{head}{fetching && <Loading />}</div>;
+  const state = screenState(head, { data, error, fetching }, () => refetch({ requestPolicy: "network-only" }));
+  if (state || !data) return state;
   if (!f) return <div className="page">{head}<Empty title="File not found">It may have been deleted or belong to another project.</Empty></div>;
 
   const images = f.artifacts.filter((a) => a.mimeType.startsWith("image/"));

@@ -1,26 +1,13 @@
 import { useQuery } from "urql";
 import { graphql } from "../gql";
-import { apiError } from "../lib/graphql";
 import { Link } from "../lib/router";
 import { bytes, number } from "../lib/format";
-import { Card, Empty, ErrorBox, Loading, PageHeader, Stat, StateBadge, Time } from "../ui/ui";
+import { Card, Empty, PageHeader, Stat, StateBadge, Time, screenState } from "../ui/ui";
 
 const OverviewQuery = graphql(`
   query Overview {
     usage {
-      period {
-        start
-        end
-      }
-      credits {
-        balance
-        reserved
-        used
-      }
-      storage {
-        bytes
-        files
-      }
+      ...UsageFields
     }
     queued: jobs(state: queued, first: 100) {
       nodes {
@@ -97,8 +84,8 @@ function startOfToday(): number {
 
 export function Overview() {
   const [{ data, error, fetching }, refetch] = useQuery({ query: OverviewQuery });
-  if (error && !data) return <div className="page"><PageHeader title="Overview" /><ErrorBox error={apiError(error)!} onRetry={() => refetch({ requestPolicy: "network-only" })} /></div>;
-  if (!data) return <div className="page"><PageHeader title="Overview" />{fetching && <Loading />}</div>;
+  const state = screenState(<PageHeader title="Overview" />, { data, error, fetching }, () => refetch({ requestPolicy: "network-only" }));
+  if (state || !data) return state;
 
   const today = startOfToday();
   const counts = states.map((s) => {

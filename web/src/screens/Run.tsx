@@ -4,7 +4,7 @@ import { graphql } from "../gql";
 import { apiError, newIdempotencyKey } from "../lib/graphql";
 import { Link, navigate, setQuery, useLocation } from "../lib/router";
 import { bytes, number } from "../lib/format";
-import { Card, CopyBlock, Empty, ErrorBox, Loading, PageHeader } from "../ui/ui";
+import { Card, CopyBlock, Empty, ErrorBox, PageHeader, screenState } from "../ui/ui";
 import { optionsOf, SchemaFields, type JSONSchema, type Values } from "./SchemaForm";
 
 const RunQuery = graphql(`
@@ -150,8 +150,8 @@ export function Run() {
     navigate(d.createBatch ? `/batches/${d.createBatch.id}` : `/jobs/${d.createJob!.id}`);
   };
 
-  if (error && !data) return <div className="page"><PageHeader title="Run" /><ErrorBox error={apiError(error)!} onRetry={() => refetch({ requestPolicy: "network-only" })} /></div>;
-  if (!data) return <div className="page"><PageHeader title="Run" />{fetching && <Loading />}</div>;
+  const state = screenState(<PageHeader title="Run" />, { data, error, fetching }, () => refetch({ requestPolicy: "network-only" }));
+  if (state || !data) return state;
 
   return (
     <div className="page">

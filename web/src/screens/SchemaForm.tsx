@@ -50,6 +50,22 @@ function Field({ name, schema, value, required, onChange, path }: { name: string
     </small>
   );
   const common = { id, "aria-describedby": hint || def ? id + "-help" : undefined, name: path };
+  if (schema.enum) {
+    // A choice among the schema's values, of whatever type; empty leaves the default.
+    const numeric = schema.type === "integer" || schema.type === "number";
+    return (
+      <div className="field">
+        <label htmlFor={id}>{label(name)}{required && " *"}</label>
+        <select {...common} value={value === undefined ? "" : String(value)} onChange={(e) => onChange(e.target.value === "" ? undefined : numeric ? Number(e.target.value) : e.target.value)}>
+          <option value="">{schema.default !== undefined ? `default (${String(schema.default)})` : "—"}</option>
+          {schema.enum.map((o) => (
+            <option key={String(o)} value={String(o)}>{String(o)}</option>
+          ))}
+        </select>
+        {help}
+      </div>
+    );
+  }
   switch (schema.type) {
     case "boolean":
       return (
@@ -65,19 +81,6 @@ function Field({ name, schema, value, required, onChange, path }: { name: string
       );
     case "integer":
     case "number":
-      if (schema.enum)
-        return (
-          <div className="field">
-            <label htmlFor={id}>{label(name)}{required && " *"}</label>
-            <select {...common} value={value === undefined ? "" : String(value)} onChange={(e) => onChange(e.target.value === "" ? undefined : Number(e.target.value))}>
-              <option value="">{schema.default !== undefined ? `default (${String(schema.default)})` : "—"}</option>
-              {schema.enum.map((o) => (
-                <option key={String(o)} value={String(o)}>{String(o)}</option>
-              ))}
-            </select>
-            {help}
-          </div>
-        );
       return (
         <div className="field">
           <label htmlFor={id}>{label(name)}{required && " *"}</label>
@@ -122,19 +125,6 @@ function Field({ name, schema, value, required, onChange, path }: { name: string
         </fieldset>
       );
     default:
-      if (schema.enum)
-        return (
-          <div className="field">
-            <label htmlFor={id}>{label(name)}{required && " *"}</label>
-            <select {...common} value={(value as string) ?? ""} onChange={(e) => onChange(e.target.value || undefined)}>
-              <option value="">{schema.default !== undefined ? `default (${String(schema.default)})` : "—"}</option>
-              {schema.enum.map((o) => (
-                <option key={String(o)} value={String(o)}>{String(o)}</option>
-              ))}
-            </select>
-            {help}
-          </div>
-        );
       return (
         <div className="field">
           <label htmlFor={id}>{label(name)}{required && " *"}</label>

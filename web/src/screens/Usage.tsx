@@ -1,30 +1,36 @@
 import { useQuery } from "urql";
 import { graphql } from "../gql";
-import { apiError } from "../lib/graphql";
 import { bytes, number } from "../lib/format";
-import { Card, Empty, ErrorBox, Loading, PageHeader, Stat, Time } from "../ui/ui";
+import { Card, Empty, PageHeader, Stat, Time, screenState } from "../ui/ui";
 import { BarChart } from "../ui/chart";
+
+// A period's usage, as the overview and this screen show it.
+export const UsageFields = graphql(`
+  fragment UsageFields on Usage {
+    projectId
+    period {
+      start
+      end
+    }
+    credits {
+      balance
+      reserved
+      used
+    }
+    storage {
+      bytes
+      files
+    }
+    egress {
+      bytes
+    }
+  }
+`);
 
 const UsageQuery = graphql(`
   query Usage {
     usage {
-      projectId
-      period {
-        start
-        end
-      }
-      credits {
-        balance
-        reserved
-        used
-      }
-      storage {
-        bytes
-        files
-      }
-      egress {
-        bytes
-      }
+      ...UsageFields
     }
     succeeded: jobs(state: succeeded, first: 100) {
       nodes {
@@ -43,8 +49,8 @@ const UsageQuery = graphql(`
 
 export function Usage() {
   const [{ data, error, fetching }, refetch] = useQuery({ query: UsageQuery });
-  if (error && !data) return <div className="page"><PageHeader title="Usage" /><ErrorBox error={apiError(error)!} onRetry={() => refetch({ requestPolicy: "network-only" })} /></div>;
-  if (!data) return <div className="page"><PageHeader title="Usage" />{fetching && <Loading />}</div>;
+  const state = screenState(<PageHeader title="Usage" />, { data, error, fetching }, () => refetch({ requestPolicy: "network-only" }));
+  if (state || !data) return state;
   const u = data.usage;
   const start = Date.parse(u.period.start);
   // Credits per operation and per day from the period's succeeded jobs (the newest 100).

@@ -4,7 +4,7 @@ import { graphql } from "../gql";
 import { apiError, newIdempotencyKey } from "../lib/graphql";
 import { navigate, useLocation } from "../lib/router";
 import { usePaging } from "../lib/paging";
-import { Card, Dialog, Empty, ErrorBox, Loading, PageHeader, Pager, StateBadge, Time } from "../ui/ui";
+import { Card, Dialog, Empty, ErrorBox, PageHeader, Pager, StateBadge, Time, screenState } from "../ui/ui";
 import { SecretOnce } from "./Webhooks";
 
 const EndpointQuery = graphql(`
@@ -98,8 +98,8 @@ export function WebhookDetail({ id }: { id: string }) {
   const reload = () => refetch({ requestPolicy: "network-only" });
   const ep = data?.webhookEndpoint;
   const head = <PageHeader title="Webhook endpoint" subtitle={<span className="mono">{id}</span>} />;
-  if (error && !data) return <div className="page">{head}<ErrorBox error={apiError(error)!} onRetry={reload} /></div>;
-  if (!data) return <div className="page">{head}{fetching && <Loading />}</div>;
+  const state = screenState(head, { data, error, fetching }, reload);
+  if (state || !data) return state;
   if (!ep) return <div className="page">{head}<Empty title="Endpoint not found" /></div>;
   const mutErr = apiError(test.error ?? rot.error ?? retry.error ?? del.error);
 

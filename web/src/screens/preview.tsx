@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { useClient } from "urql";
+import type { Client } from "@urql/core";
 import { graphql } from "../gql";
 import { apiError, type ApiError } from "../lib/graphql";
 import { bytes } from "../lib/format";
@@ -14,6 +15,12 @@ const MintURL = graphql(`
   }
 `);
 
+/** A fresh, short-lived download URL of a file or one of its artifacts. */
+export async function mintDownloadURL(client: Client, fileId: string, artifactId?: string | null): Promise<{ url: string | null; error: ApiError | null }> {
+  const r = await client.mutation(MintURL, { fileId, artifactId: artifactId ?? undefined }).toPromise();
+  return r.error ? { url: null, error: apiError(r.error) } : { url: r.data!.createDownloadUrl.url, error: null };
+}
+
 /** Mints a download URL for a file or one of its artifacts (null while minting). */
 export function useDownloadURL(fileId: string, artifactId?: string | null, enabled = true): { url: string | null; error: ApiError | null } {
   const client = useClient();
@@ -22,14 +29,7 @@ export function useDownloadURL(fileId: string, artifactId?: string | null, enabl
     if (!enabled) return;
     let live = true;
     setState({ url: null, error: null });
-    client
-      .mutation(MintURL, { fileId, artifactId: artifactId ?? undefined })
-      .toPromise()
-      .then((r) => {
-        if (!live) return;
-        if (r.error) setState({ url: null, error: apiError(r.error) });
-        else setState({ url: r.data!.createDownloadUrl.url, error: null });
-      });
+    mintDownloadURL(client, fileId, artifactId).then((r) => live && setState(r));
     return () => {
       live = false;
     };
@@ -48,10 +48,9 @@ export function DownloadButton({ fileId, artifactId, label, small = true }: { fi
         className={small ? "btn btn-small" : "btn"}
         aria-label={label}
         onClick={async () => {
-          const r = await client.mutation(MintURL, { fileId, artifactId }).toPromise();
-          if (r.error) return setErr(apiError(r.error));
-          setErr(null);
-          window.open(r.data!.createDownloadUrl.url, "_blank", "noopener");
+          const r = await mintDownloadURL(client, fileId, artifactId);
+          setErr(r.error);
+          if (r.url) window.open(r.url, "_blank", "noopener");
         }}
       >
         Download

@@ -1,5 +1,6 @@
 import { useEffect, useId, useRef, useState, type ReactNode } from "react";
-import type { ApiError } from "../lib/graphql";
+import type { CombinedError } from "@urql/core";
+import { apiError, type ApiError } from "../lib/graphql";
 import { localDate, localTime, relative, utcTime } from "../lib/format";
 
 export function PageHeader({ title, subtitle, actions }: { title: ReactNode; subtitle?: ReactNode; actions?: ReactNode }) {
@@ -187,4 +188,26 @@ export function Stat({ label, value, hint }: { label: string; value: ReactNode; 
 
 export function Mono({ children }: { children: ReactNode }) {
   return <code className="mono">{children}</code>;
+}
+
+/**
+ * A screen's state before its query has data: its error (with a retry) or loading,
+ * under the screen's header; null once there is data to show.
+ */
+export function screenState(head: ReactNode, r: { data?: unknown; error?: CombinedError; fetching: boolean }, retry?: () => void): ReactNode | null {
+  if (r.error && !r.data)
+    return (
+      <div className="page">
+        {head}
+        <ErrorBox error={apiError(r.error)!} onRetry={retry} />
+      </div>
+    );
+  if (!r.data)
+    return (
+      <div className="page">
+        {head}
+        {r.fetching && <Loading />}
+      </div>
+    );
+  return null;
 }
