@@ -1,4 +1,4 @@
-import{c as e,l as t,n,o as r,r as i,s as a,t as o}from"./styles-HKsaq32d.js";var s=t(e(),1),c=a(),l=o(),u=`# Ctrl+Enter runs the operation.
+import{c as e,l as t,n,o as r,r as i,s as a,t as o}from"./styles-CdGk35jk.js";var s=t(e(),1),c=a(),l=o(),u=`# Ctrl+Enter runs the operation.
 query Me {
   viewer {
     organization { id name }
