@@ -3,8 +3,10 @@ GO       ?= go
 BIN      ?= bin/filemill
 PKGS     ?= ./...
 TESTFLAGS ?= -count=1 -timeout 25m
+# Test artifacts (the console's screenshots) go under test-output/_artifacts.
+ARTIFACTS ?= -artifacts -outputdir $(CURDIR)/test-output
 
-.PHONY: run build test bench lint generate deps engines services clean
+.PHONY: run build test bench lint generate web deps engines services clean
 
 build: engines
 	$(GO) build -o $(BIN) ./cmd/filemill
@@ -24,7 +26,10 @@ deps:
 
 test: deps
 	$(GO) vet $(PKGS)
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	@mkdir -p test-output
+	$(GO) test $(TESTFLAGS) $(ARTIFACTS) $(PKGS)
+	cd web && npm test --silent
+	@find test-output/_artifacts -type d -name screens 2>/dev/null | sed 's/^/console screenshots: /' || true
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/...
@@ -45,6 +50,12 @@ lint:
 	@out=$$(git status --porcelain -- client/api client/ts/src/openapi.d.ts); if [ -n "$$out" ]; then \
 		echo "client/: the code generated from rest/openapi.yaml is not current; run 'make generate' and commit:"; \
 		echo "$$out"; exit 1; fi
+	@# The console built from web/src (deterministic: content-hashed names, no dates) must be
+	@# the committed web/dist that go:embed serves.
+	$(MAKE) --no-print-directory web
+	@out=$$(git status --porcelain -- web/dist web/src/gql); if [ -n "$$out" ]; then \
+		echo "web/: the built console is not current; run 'make web' and commit web/dist and web/src/gql:"; \
+		echo "$$out"; exit 1; fi
 
 # The SDKs' types and requests from rest/openapi.yaml: the Go SDK's with oapi-codegen
 # (client/api), the TypeScript SDK's with openapi-typescript (client/ts, its npm
@@ -54,5 +65,12 @@ generate:
 	bash .ci/npm-ci client/ts
 	cd client/ts && npm run --silent generate
 
+# The console: typed GraphQL operations from graph/*.graphqls, a type check, and the
+# Vite build into web/dist (committed, embedded by package web).
+web:
+	bash .ci/npm-ci client/ts
+	bash .ci/npm-ci web
+	cd web && npm run --silent build
+
 clean:
-	rm -rf bin
+	rm -rf bin test-output

@@ -1,7 +1,7 @@
 // Package graph is the GraphQL front door: the *.graphqls schema, the code gqlgen
 // generates from it (see gqlgen.yml at the module root; `make lint` checks it is
 // current), resolvers that call the domain services, and the HTTP handler serving
-// /graphql and its playground.
+// /graphql (its playground page is the console's, package web).
 //
 // Resolvers are thin: they decode arguments, call the same domain method the REST
 // handler calls, and return the domain's REST representations (the *View types), so

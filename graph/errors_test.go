@@ -145,13 +145,6 @@ func TestNoOrBadCredentialsGetNothing(t *testing.T) {
 			require.NotContains(t, string(r.raw), "__Schema")
 		})
 	}
-	t.Run("Playground", func(t *testing.T) {
-		resp, err := http.Get(b.srv.URL + "/graphql/play")
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		require.Equal(t, 200, resp.StatusCode)
-		require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
-	})
 }
 
 func TestAnotherOrganizationReadsNothing(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -143,11 +142,11 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	return s
 }
 
-// Handler serves /graphql (POST and GET) and the playground at /graphql/play.
+// Handler serves /graphql (POST and GET, and the websocket). The playground page is
+// the console's (package web), mounted beside it by cmd/filemill.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", s.withRequestID(s.withAccessLog(http.HandlerFunc(s.serveGraphQL))))
-	mux.Handle("GET /graphql/play", playground.Handler("filemill GraphQL", "/graphql"))
 	return mux
 }
 

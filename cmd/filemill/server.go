@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/filemill/filemill/rest"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/fetch"
+	"github.com/filemill/filemill/web"
 )
 
 type role int
@@ -302,7 +304,8 @@ func runServer(ctx context.Context, args []string, roles role) error {
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
 		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
-		if s := listen(cfg, cfg.Addr, apiHandler(api, gql), "api", log, errc); s != nil {
+		console := web.New(web.Config{StorageOrigins: storageOrigins(cfg)})
+		if s := listen(cfg, cfg.Addr, apiHandler(api, gql, console), "api", log, errc); s != nil {
 			servers = append(servers, s)
 		}
 		if cfg.MetricsAddr != "" {
@@ -335,15 +338,57 @@ func runServer(ctx context.Context, args []string, roles role) error {
 	return err
 }
 
-// apiHandler serves both front doors on one listener: GraphQL under /graphql, REST
-// (with health and readiness) everywhere else. The metrics have a listener of their own.
-func apiHandler(api *rest.Server, gql *graph.Server) http.Handler {
+// apiHandler serves both front doors on one listener: GraphQL under /graphql, the
+// console under /console/ and its playground at /graphql/play, REST (with health and
+// readiness) everywhere else; a browser asking for / is sent to the console. The
+// metrics have a listener of their own.
+func apiHandler(api *rest.Server, gql *graph.Server, console *web.Handler) http.Handler {
 	mux := http.NewServeMux()
 	g := gql.Handler()
 	mux.Handle("/graphql", g)
 	mux.Handle("/graphql/", g)
-	mux.Handle("/", api.Handler())
+	mux.HandleFunc("GET /graphql/play", console.ServePlayground)
+	mux.HandleFunc("/console", console.ServeConsole)
+	mux.HandleFunc("/console/", console.ServeConsole)
+	rest := api.Handler()
+	mux.Handle("/", rest)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if web.WantsHTML(r) {
+			http.Redirect(w, r, web.Prefix, http.StatusFound)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
 	return mux
+}
+
+// storageOrigins are the origins browsers reach storage at through pre-signed URLs:
+// the console's pages allow them (uploads, previews, downloads).
+func storageOrigins(cfg *Config) []string {
+	if cfg.StorageURL == "" {
+		return []string{originOf(cfg.StoragePublicURL)}
+	}
+	s3, err := storage.ParseS3URL(cfg.StorageURL)
+	if err != nil {
+		return nil
+	}
+	if s3.PublicURL != "" {
+		return []string{originOf(s3.PublicURL)}
+	}
+	scheme := "https://"
+	if !s3.Secure {
+		scheme = "http://"
+	}
+	// Path-style URLs use the endpoint; virtual-hosted ones a subdomain of it.
+	return []string{scheme + s3.Endpoint, scheme + "*." + s3.Endpoint}
+}
+
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // listen serves h on addr with the configured limits (see package listener); nil, with

@@ -4,13 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -32,18 +27,13 @@ func TestWebhooksAcrossProcesses(t *testing.T) {
 	var mu sync.Mutex
 	var got []*http.Request
 	var bodies [][]byte
-	recv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	recvURL, caFile := httpsReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		got, bodies = append(got, r), append(bodies, body)
 		mu.Unlock()
 		w.WriteHeader(204)
 	}))
-	recv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	recv.StartTLS()
-	t.Cleanup(recv.Close)
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: recv.Certificate().Raw}), 0o600))
 
 	dir := t.TempDir()
 	secret := make([]byte, 32)
@@ -59,7 +49,7 @@ func TestWebhooksAcrossProcesses(t *testing.T) {
 	start(t, dir, env, "worker")
 	waitReady(t, base)
 
-	status, ep := apiPost(t, base+"/v1/webhook-endpoints", key, map[string]any{"url": recv.URL + "/in",
+	status, ep := apiPost(t, base+"/v1/webhook-endpoints", key, map[string]any{"url": recvURL + "/in",
 		"enabled_events": []string{"file.ready"}})
 	require.Equal(t, 201, status, "%v", ep)
 	status, refused := apiPost(t, base+"/v1/webhook-endpoints", key, map[string]any{"url": "https://10.1.2.3/in",

@@ -6,7 +6,7 @@
 export * from "./client.js";
 export { FilemillError, type ErrorCode, type ErrorDetails } from "./errors.js";
 export { defaultRetryPolicy, type RetryPolicy, type RetryInfo } from "./retry.js";
-export { defaultMultipartThreshold, type UploadOptions, type UploadProgress, type UploadState, type UploadStateStore } from "./upload.js";
+export { upload, defaultMultipartThreshold, type UploadClient, type UploadOptions, type UploadProgress, type UploadState, type UploadStateStore } from "./upload.js";
 export type { JobProgress, WaitOptions } from "./wait.js";
 export * from "./webhook.js";
 export type { components, paths } from "./openapi.js";

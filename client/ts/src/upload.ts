@@ -45,7 +45,16 @@ export interface UploadOptions {
 
 export const defaultMultipartThreshold = 64 * 1024 * 1024;
 
-export async function upload(c: Filemill, source: Blob, o: UploadOptions): Promise<File> {
+/**
+ * The calls an upload makes: a Filemill client, or any object that makes them another
+ * way (the web console makes them over GraphQL with its own credentials).
+ */
+export type UploadClient = Pick<
+  Filemill,
+  "createUpload" | "getUpload" | "remintUploadParts" | "completeUploadParts" | "abortUpload" | "complete" | "getFile" | "storageFetch"
+>;
+
+export async function upload(c: UploadClient, source: Blob, o: UploadOptions): Promise<File> {
   if (source.size === 0) throw new Error("filemill: upload: the file is empty");
   const name = o.filename ?? ((source as Partial<globalThis.File>).name || "upload");
   const lastModified = (source as Partial<globalThis.File>).lastModified;

@@ -1,0 +1,130 @@
+import { describe, expect, it, afterEach } from "vitest";
+import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { useState } from "react";
+import { optionsOf, SchemaFields, type JSONSchema, type Values } from "./screens/SchemaForm";
+import { accepts, estimate } from "./screens/Run";
+import { ErrorBox, Progress, StateBadge, Time } from "./ui/ui";
+import { match } from "./lib/router";
+import { bytes, jobDuration, utcTime } from "./lib/format";
+import { renderMarkdown } from "./lib/markdown";
+
+afterEach(cleanup);
+
+const convertSchema: JSONSchema = {
+  type: "object",
+  properties: {
+    format: { type: "string", enum: ["jpeg", "png", "webp"], default: "webp", description: "Output format. Default webp." },
+    width: { type: "integer", minimum: 1, maximum: 16384, description: "Target width in pixels." },
+    enlarge: { type: "boolean", default: true },
+    pages: { type: "array", items: { type: "integer" } },
+    crop: { type: "object", properties: { left: { type: "integer" } } },
+  },
+};
+
+function Form({ onValues }: { onValues: (v: Values) => void }) {
+  const [values, setValues] = useState<Values>({});
+  return (
+    <SchemaFields
+      schema={convertSchema}
+      values={values}
+      onChange={(v) => {
+        setValues(v);
+        onValues(optionsOf(v));
+      }}
+    />
+  );
+}
+
+describe("the options form generated from a JSON schema", () => {
+  it("makes a labelled control per property, with the schema's bounds and choices", () => {
+    render(<Form onValues={() => {}} />);
+    const format = screen.getByLabelText("format") as HTMLSelectElement;
+    expect([...format.options].map((o) => o.value)).toEqual(["", "jpeg", "png", "webp"]);
+    expect(format.options[0].textContent).toBe("default (webp)");
+    const width = screen.getByLabelText("width") as HTMLInputElement;
+    expect(width.type).toBe("number");
+    expect(width.min).toBe("1");
+    expect(width.max).toBe("16384");
+    expect(width.getAttribute("aria-describedby")).toBeTruthy();
+    expect(screen.getByLabelText("enlarge").tagName).toBe("SELECT");
+    expect(screen.getByRole("group", { name: "crop" })).toBeTruthy();
+  });
+
+  it("sends only what was set, typed as the schema says", () => {
+    let sent: Values = {};
+    render(<Form onValues={(v) => (sent = v)} />);
+    fireEvent.change(screen.getByLabelText("format"), { target: { value: "png" } });
+    fireEvent.change(screen.getByLabelText("width"), { target: { value: "64" } });
+    fireEvent.change(screen.getByLabelText("enlarge"), { target: { value: "false" } });
+    fireEvent.change(screen.getByLabelText("pages"), { target: { value: "1, 3" } });
+    expect(sent).toEqual({ format: "png", width: 64, enlarge: false, pages: [1, 3] });
+    fireEvent.change(screen.getByLabelText("width"), { target: { value: "" } });
+    fireEvent.change(screen.getByLabelText("format"), { target: { value: "" } });
+    expect(sent).toEqual({ enlarge: false, pages: [1, 3] });
+  });
+});
+
+describe("run helpers", () => {
+  const png = { id: "file_1", filename: "a.png", detectedFormat: { extension: "png", mimeType: "image/png" } };
+  const pdf = { id: "file_2", filename: "b.pdf", pages: 12, detectedFormat: { extension: "pdf", mimeType: "application/pdf" } };
+  it("matches input formats by extension, MIME type and image/*", () => {
+    expect(accepts(["pdf"], pdf)).toBe(true);
+    expect(accepts(["pdf"], png)).toBe(false);
+    expect(accepts(["image/*"], png)).toBe(true);
+    expect(accepts(["application/pdf"], pdf)).toBe(true);
+    expect(accepts([], png)).toBe(true);
+  });
+  it("estimates per file, and per page with a base when pages are known", () => {
+    expect(estimate({ credits: 1, per: "file", base: 0 }, [png, pdf])).toEqual({ credits: 2, exact: true });
+    expect(estimate({ credits: 2, per: "page", base: 1 }, [pdf])).toEqual({ credits: 25, exact: true });
+    expect(estimate({ credits: 2, per: "page", base: 1 }, [png])).toEqual({ credits: 3, exact: false });
+  });
+});
+
+describe("states and values", () => {
+  it("shows an error's code and request id", () => {
+    render(<ErrorBox error={{ code: "payment_required", message: "Not enough credits", requestId: "req_01ABC", param: "options.width" }} />);
+    const alert = screen.getByRole("alert");
+    expect(alert.textContent).toContain("Not enough credits");
+    expect(alert.textContent).toContain("payment_required");
+    expect(alert.textContent).toContain("req_01ABC");
+    expect(alert.textContent).toContain("options.width");
+  });
+  it("shows a time in the reader's zone with the exact UTC time on hover", () => {
+    render(<Time iso="2026-11-27T09:05:07.123Z" />);
+    const t = document.querySelector("time")!;
+    expect(t.getAttribute("title")).toBe("2026-11-27 09:05:07 UTC");
+    expect(t.getAttribute("dateTime")).toBe("2026-11-27T09:05:07.123Z");
+    expect(utcTime("2026-01-02T03:04:05Z")).toBe("2026-01-02 03:04:05 UTC");
+  });
+  it("exposes progress to assistive technology", () => {
+    render(<Progress value={42.4} label="Upload of a.bin" />);
+    const bar = screen.getByRole("progressbar", { name: "Upload of a.bin" });
+    expect(bar.getAttribute("aria-valuenow")).toBe("42");
+  });
+  it("writes states as text", () => {
+    render(<StateBadge state="awaiting_upload" />);
+    expect(screen.getByText("awaiting upload")).toBeTruthy();
+  });
+  it("formats sizes and durations", () => {
+    expect(bytes(30_000_000)).toBe("29 MB");
+    expect(bytes(512)).toBe("512 B");
+    expect(jobDuration("2026-01-01T00:00:00Z", "2026-01-01T00:00:01.500Z")).toBe("1.5 s");
+    expect(jobDuration(null, null)).toBe("—");
+  });
+});
+
+describe("routing and markdown", () => {
+  it("matches paths with parameters", () => {
+    expect(match("/jobs/:id", "/jobs/job_1")).toEqual({ id: "job_1" });
+    expect(match("/jobs/:id", "/jobs")).toBeNull();
+    expect(match("/jobs/:id/ai-ready", "/jobs/job_1/ai-ready")).toEqual({ id: "job_1" });
+  });
+  it("shows a document's raw HTML as text and keeps only safe links", () => {
+    const html = renderMarkdown('# T\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) [y](https://example.com)');
+    expect(html).not.toContain("<script>");
+    expect(html).toContain("&lt;script&gt;");
+    expect(html).not.toContain("javascript:");
+    expect(html).toContain('href="https://example.com"');
+  });
+});
