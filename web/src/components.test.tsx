@@ -74,10 +74,11 @@ describe("run helpers", () => {
     expect(accepts(["application/pdf"], pdf)).toBe(true);
     expect(accepts([], png)).toBe(true);
   });
-  it("estimates per file, and per page with a base when pages are known", () => {
-    expect(estimate({ credits: 1, per: "file", base: 0 }, [png, pdf])).toEqual({ credits: 2, exact: true });
-    expect(estimate({ credits: 2, per: "page", base: 1 }, [pdf])).toEqual({ credits: 25, exact: true });
-    expect(estimate({ credits: 2, per: "page", base: 1 }, [png])).toEqual({ credits: 3, exact: false });
+  it("estimates per file, and per page when pages are known", () => {
+    expect(estimate({ credits: 1, per: "file" }, [png, pdf])).toEqual({ credits: 2, exact: true });
+    expect(estimate({ credits: 2, per: "page" }, [pdf])).toEqual({ credits: 24, exact: true });
+    expect(estimate({ credits: 2, per: "page" }, [png])).toEqual({ credits: 2, exact: false });
+    expect(estimate(null, [png])).toBeNull();
   });
 });
 

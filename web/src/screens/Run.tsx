@@ -18,8 +18,8 @@ const RunQuery = graphql(`
       price {
         credits
         per
-        base
       }
+      priceRule
       inputFormats
       optionsSchema
       steps {
@@ -70,16 +70,17 @@ export function accepts(formats: string[], f: FileRow): boolean {
   return formats.some((p) => p === extension || p === mimeType || (p.endsWith("/*") && mimeType.startsWith(p.slice(0, -1))));
 }
 
-/** The estimate the server will reserve: per file, or per page (plus a base) when pages are known. */
-export function estimate(price: { credits: number; per: string; base: number }, files: FileRow[]): { credits: number; exact: boolean } {
-  if (price.per !== "page") return { credits: price.credits * files.length, exact: true };
+/** A rough estimate for an operation priced per file or per page; null for a preset (priced step by step). */
+export function estimate(price: { credits: number; per: string } | null | undefined, files: FileRow[]): { credits: number; exact: boolean } | null {
+  if (!price) return null;
+  if (price.per !== "page") return { credits: price.credits * files.length, exact: price.per === "file" };
   let total = 0;
   let exact = true;
   for (const f of files) {
-    if (f.pages) total += price.base + price.credits * f.pages;
+    if (f.pages) total += price.credits * f.pages;
     else {
       exact = false;
-      total += price.base + price.credits;
+      total += price.credits;
     }
   }
   return { credits: total, exact };
@@ -237,7 +238,7 @@ export function Run() {
               <dt>Operation</dt>
               <dd>{op?.name ?? <span className="muted">none</span>}</dd>
               <dt>Price</dt>
-              <dd>{op ? `${op.price.credits} credit${op.price.credits === 1 ? "" : "s"} per ${op.price.per}${op.price.base ? ` + ${op.price.base} per file` : ""}` : "—"}</dd>
+              <dd>{op ? op.priceRule : "—"}</dd>
               <dt>Estimate</dt>
               <dd className="estimate">
                 {est && picked.length ? (
