@@ -437,7 +437,12 @@ func TestCheckAndSpecs(t *testing.T) {
 	var names []string
 	for _, s := range pdf.Specs() {
 		names = append(names, s.Name)
-		if s.Engine != "pdf" || s.Price.Per != "file" {
+		// A split is priced by the parts it makes; the others by the files they read.
+		per := domain.PerFile
+		if s.Name == "pdf.split" {
+			per = domain.PerOutput
+		}
+		if s.Engine != "pdf" || s.Price.Per != per {
 			t.Fatalf("%+v", s)
 		}
 	}
