@@ -917,7 +917,10 @@ func (s *Jobs) FailJob(ctx context.Context, j *Job, cause error) error {
 	return nil
 }
 
-// NonRetryable lists the codes that fail a job at once: retrying cannot help.
+// NonRetryable lists the codes that describe the input or the request, not the moment:
+// another attempt would fail the same way. It is the one table of them: a job's attempt
+// fails the job at once on these, and the worker's queue (jobs.Retryable) archives any
+// task that failed with one instead of retrying it.
 var NonRetryable = []string{CodeCorruptedFile, CodeEncryptedFile, CodeUnsupportedInput, CodeMalwareDetected,
 	CodeInvalidRequest, CodeUnsupportedOperation, CodeValidationFailed, CodePolicyViolation,
 	CodeOutputValidationFailed, CodeNotFound, CodePaymentRequired, CodeConflict, CodeUnsupportedFile, CodeFileTooLarge}

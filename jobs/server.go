@@ -431,33 +431,15 @@ func QueueDepth(ctx context.Context, insp *asynq.Inspector) (map[string]int, err
 	return depth, nil
 }
 
-// nonRetryable are the codes that describe the input or the request, not the moment:
-// another attempt would fail the same way.
-var nonRetryable = map[string]bool{
-	domain.CodeCorruptedFile:          true,
-	domain.CodeEncryptedFile:          true,
-	domain.CodeUnsupportedInput:       true,
-	domain.CodeUnsupportedFile:        true,
-	domain.CodeFileTooLarge:           true,
-	domain.CodeMalwareDetected:        true,
-	domain.CodeInvalidRequest:         true,
-	domain.CodeUnsupportedOperation:   true,
-	domain.CodeValidationFailed:       true,
-	domain.CodePolicyViolation:        true,
-	domain.CodeOutputValidationFailed: true,
-	domain.CodeNotFound:               true,
-	domain.CodePaymentRequired:        true,
-}
-
-// Retryable reports whether another attempt could succeed where err failed. Errors
-// carrying a non-retryable domain code (domain.ErrNotFound counts as not_found), and
-// errors already marked asynq.SkipRetry, are not; anything else (timeouts, unavailable
-// dependencies, unknown errors) is.
+// Retryable reports whether another attempt could succeed where err failed: the
+// domain's rule (domain.Retryable, the one table of codes that describe the input or the
+// request rather than the moment), and never for an error already marked
+// asynq.SkipRetry.
 func Retryable(err error) bool {
 	if err == nil || errors.Is(err, asynq.SkipRetry) {
 		return false
 	}
-	return !nonRetryable[domain.ErrorCode(err)]
+	return domain.Retryable(err)
 }
 
 // SkipNonRetryable is asynq middleware that marks non-retryable errors with

@@ -263,12 +263,10 @@ func TestRetryable(t *testing.T) {
 			require.Equal(t, tc.want, jobs.Retryable(tc.err))
 		})
 	}
-	for _, code := range []string{
-		domain.CodeCorruptedFile, domain.CodeEncryptedFile, domain.CodeUnsupportedInput,
-		domain.CodeMalwareDetected, domain.CodeInvalidRequest, domain.CodeUnsupportedOperation,
-		domain.CodeValidationFailed, domain.CodePolicyViolation, domain.CodeOutputValidationFailed,
-		domain.CodeNotFound, domain.CodePaymentRequired,
-	} {
+	// The queue and the job's attempt read one table: a code that fails a job at once is
+	// never retried as a task either.
+	require.Contains(t, domain.NonRetryable, domain.CodeConflict)
+	for _, code := range domain.NonRetryable {
 		t.Run("NotRetryable_"+code, func(t *testing.T) {
 			require.False(t, jobs.Retryable(domain.Errorf(code, "no")))
 		})
