@@ -49,10 +49,34 @@ type Answer struct {
 	Result string
 	// Object is the resource, as the JSON of its view; nil for ResultEmpty.
 	Object json.RawMessage
+	// Value is the view Object was rendered from, as the effect made it, so a door that
+	// shows it other than as JSON (GraphQL) renders it directly. Nil on a stored answer
+	// read back: a replay's resource is Object alone.
+	Value any
 	// Error is the refusal, when the request was refused.
 	Error *AnswerError
+	// refusal is the error Error was rendered from; nil on a stored refusal read back.
+	refusal *Error
 	// Replayed is set on a stored answer given again.
 	Replayed bool
+}
+
+// Refusal is the answer's refusal as the contract error it is (nil when the request was
+// not refused): the one the effect returned, or a stored one read back with its details.
+func (a *Answer) Refusal() *Error {
+	switch {
+	case a.Error == nil:
+		return nil
+	case a.refusal != nil:
+		return a.refusal
+	}
+	e := a.Error
+	derr := &Error{Code: e.Code, Message: e.Message, Param: e.Param, RetryAfter: e.RetryAfter}
+	if len(e.Details) > 0 {
+		// Stored from a map by refusalAnswer: it reads back as one.
+		_ = json.Unmarshal(e.Details, &derr.Details)
+	}
+	return derr
 }
 
 // AnswerError is a refusal as it is stored: the contract error, with its details in JSON
@@ -75,7 +99,7 @@ func NewAnswer(result string, v any) (*Answer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render answer: %w", err)
 	}
-	return &Answer{Result: result, Object: b}, nil
+	return &Answer{Result: result, Object: b, Value: v}, nil
 }
 
 // refusalAnswer is e as a stored refusal of the request requestID.
@@ -88,7 +112,7 @@ func refusalAnswer(e *Error, requestID string) (*Answer, error) {
 		}
 		ae.Details = b
 	}
-	return &Answer{Error: ae}, nil
+	return &Answer{Error: ae, refusal: e}, nil
 }
 
 // answerKept reports whether an answer with this code is stored for replays. Never

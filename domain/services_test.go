@@ -134,6 +134,13 @@ func object(t *testing.T, a *domain.Answer) map[string]any {
 	return m
 }
 
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
 func requireCode(t *testing.T, err error, code string) *domain.Error {
 	t.Helper()
 	e := domain.AsError(err)
@@ -163,6 +170,12 @@ func TestIdempotencyProtocol(t *testing.T) {
 			require.True(t, again.Replayed)
 			require.Equal(t, first.Result, again.Result)
 			require.JSONEq(t, string(first.Object), string(again.Object))
+			// The first answer carries the view it was made from, for a door that renders
+			// values (GraphQL); a replay has the stored JSON alone.
+			v, ok := first.Value.(domain.WebhookEndpointView)
+			require.True(t, ok, "%T", first.Value)
+			require.Equal(t, first.Object, mustJSON(t, v))
+			require.Nil(t, again.Value)
 			list, err := e.svc.Webhooks.ListEndpoints(ctx, e.p, "", domain.Page{})
 			require.NoError(t, err)
 			require.Len(t, list.Data, 1)
@@ -197,6 +210,10 @@ func TestIdempotencyProtocol(t *testing.T) {
 			require.True(t, again.Replayed)
 			require.Equal(t, *first.Error, *again.Error)
 			require.Equal(t, "req_first", again.Error.RequestID)
+			// Either way the door gets the refusal as the error it is.
+			for _, r := range []*domain.Error{first.Refusal(), again.Refusal()} {
+				require.Equal(t, []string{domain.CodeInvalidRequest, "url", first.Error.Message}, []string{r.Code, r.Param, r.Message})
+			}
 		})
 		t.Run("AuthorizationRefusalIsDecidedFirstAndNeverStored", func(t *testing.T) {
 			readOnly := e.key(func(k *domain.NewKey) { k.Scopes = []string{domain.ScopeWebhooksRead} })

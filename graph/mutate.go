@@ -29,24 +29,28 @@ func (r *Resolver) do(ctx context.Context, key *string, req domain.Request) (*do
 	if a.Replayed {
 		graphql.RegisterExtension(ctx, "idempotentReplayed", true)
 	}
-	if e := a.Error; e != nil {
-		derr := &domain.Error{Code: e.Code, Message: e.Message, Param: e.Param, RetryAfter: e.RetryAfter}
-		if len(e.Details) > 0 {
-			_ = json.Unmarshal(e.Details, &derr.Details)
-		}
-		return nil, derr
+	if e := a.Refusal(); e != nil {
+		return nil, e
 	}
 	return a, nil
 }
 
-// object decodes an answer's resource: the REST representation, which the GraphQL
-// types are.
+// object is an answer's resource: the view the domain made, as it made it; a stored
+// answer given again has only its JSON, the REST representation the GraphQL types are.
 func object[V any](a *domain.Answer) (*V, error) {
-	var v V
-	if err := json.Unmarshal(a.Object, &v); err != nil {
-		return nil, fmt.Errorf("decode %s answer: %w", a.Result, err)
+	switch v := a.Value.(type) {
+	case V:
+		return &v, nil
+	case *V:
+		return v, nil
+	case nil:
+		var stored V
+		if err := json.Unmarshal(a.Object, &stored); err != nil {
+			return nil, fmt.Errorf("decode %s answer: %w", a.Result, err)
+		}
+		return &stored, nil
 	}
-	return &v, nil
+	return nil, fmt.Errorf("a %s answer holds a %T, not a %T", a.Result, a.Value, *new(V))
 }
 
 func artifactViews(as []*domain.Artifact) []*domain.ArtifactView {
