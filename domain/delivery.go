@@ -284,7 +284,7 @@ func (w *Webhooks) findEnabledEndpoint(ctx context.Context, p *Principal, id str
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
 		return nil, err
 	}
-	ep, err := w.FindEndpoint(ctx, p, id)
+	ep, err := w.findEndpoint(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func (w *Webhooks) RotateSecret(ctx context.Context, p *Principal, id string) (*
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
 		return nil, err
 	}
-	ep, err := w.FindEndpoint(ctx, p, id)
+	ep, err := w.findEndpoint(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +360,7 @@ func (w *Webhooks) ListDeliveries(ctx context.Context, p *Principal, endpointID 
 	if err := p.RequireScope(ScopeWebhooksRead); err != nil {
 		return List[*Delivery]{}, err
 	}
-	ep, err := w.FindEndpoint(ctx, p, endpointID)
+	ep, err := w.findEndpoint(ctx, p, endpointID)
 	if err != nil {
 		return List[*Delivery]{}, err
 	}

@@ -99,15 +99,6 @@ func (s *Files) loadFileArtifacts(ctx context.Context, p *Principal, files []*Fi
 	return nil
 }
 
-// GetEndpoint returns an endpoint the key may see. Codes: insufficient_scope,
-// not_found, environment_mismatch, key_restricted.
-func (w *Webhooks) GetEndpoint(ctx context.Context, p *Principal, id string) (*WebhookEndpoint, error) {
-	if err := p.RequireScope(ScopeWebhooksRead); err != nil {
-		return nil, err
-	}
-	return w.FindEndpoint(ctx, p, id)
-}
-
 // StreamableEvents are the event types a live subscription may ask for: those webhooks
 // carry, the steps before them, and running jobs' progress.
 var StreamableEvents = append(slices.Clone(SubscribableEvents), EventJobQueued, EventJobRunning, EventJobProgress,

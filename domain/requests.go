@@ -318,7 +318,7 @@ func authorizeEndpoint(ctx context.Context, s *Services, p *Principal, id string
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
 		return "", err
 	}
-	ep, err := s.Webhooks.FindEndpoint(ctx, p, id)
+	ep, err := s.Webhooks.findEndpoint(ctx, p, id)
 	if err != nil {
 		return "", err
 	}

@@ -120,8 +120,19 @@ func (w *Webhooks) ListEndpoints(ctx context.Context, p *Principal, projectID st
 	return List[*WebhookEndpoint]{Data: data, HasMore: more}, err
 }
 
-// FindEndpoint returns an endpoint the key may see. Codes: not_found, environment_mismatch, key_restricted.
+// FindEndpoint returns an endpoint the key may read. Codes: insufficient_scope,
+// not_found, environment_mismatch, key_restricted.
 func (w *Webhooks) FindEndpoint(ctx context.Context, p *Principal, id string) (*WebhookEndpoint, error) {
+	if err := p.RequireScope(ScopeWebhooksRead); err != nil {
+		return nil, err
+	}
+	return w.findEndpoint(ctx, p, id)
+}
+
+// findEndpoint returns an endpoint the key may see, whatever its scopes: the callers
+// check the scope of what they do with it. Codes: not_found, environment_mismatch,
+// key_restricted.
+func (w *Webhooks) findEndpoint(ctx context.Context, p *Principal, id string) (*WebhookEndpoint, error) {
 	if !ValidID(PrefixWebhookEndpoint, id) {
 		return nil, NotFound("webhook endpoint")
 	}
@@ -143,7 +154,7 @@ func (w *Webhooks) DeleteEndpoint(ctx context.Context, p *Principal, id string) 
 	if err := p.RequireScope(ScopeWebhooksWrite); err != nil {
 		return err
 	}
-	if _, err := w.FindEndpoint(ctx, p, id); err != nil {
+	if _, err := w.findEndpoint(ctx, p, id); err != nil {
 		return err
 	}
 	err := w.Store.DeleteWebhookEndpoint(ctx, id, w.Clock.Now())

@@ -139,7 +139,7 @@ func (r *queryResolver) Usage(ctx context.Context, projectID *string) (*domain.U
 
 // WebhookEndpoint is the resolver for the webhookEndpoint field.
 func (r *queryResolver) WebhookEndpoint(ctx context.Context, id string) (*domain.WebhookEndpointView, error) {
-	ep, err := r.svc.Webhooks.GetEndpoint(ctx, principal(ctx), id)
+	ep, err := r.svc.Webhooks.FindEndpoint(ctx, principal(ctx), id)
 	if err != nil {
 		return nil, err
 	}
