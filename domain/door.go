@@ -92,6 +92,27 @@ func (s *Services) Run(ctx context.Context, p *Principal, req Request) (*Answer,
 	return g.run(ctx, nil)
 }
 
+// NoCredentials is the refusal of a request that carries no credential at all.
+// Codes: missing_credentials.
+func NoCredentials() *Error {
+	return Errorf(CodeMissingCredentials, "no API key: send Authorization: Bearer <key>")
+}
+
+// Admit decides whether an authenticated request (or one authentication refused, with
+// authErr) goes on, in the one order every door keeps: the rate limit is charged first
+// (Charge) and its refusal comes before any other, so a client trying keys is slowed as
+// any other is; then authentication's own refusal. The decision is the rate-limit state
+// every answer reports, a refusal included. p is nil (and authErr nil) for a request
+// that needs no principal, or that authenticates later (a websocket, in its first
+// message): it counts against the client address. Codes: rate_limited, those of authErr.
+func (r *RateLimits) Admit(ctx context.Context, p *Principal, authErr error, ip netip.Addr) (RateDecision, error) {
+	d := r.Charge(ctx, p, authErr, ip)
+	if !d.Allowed {
+		return d, RateLimited(d)
+	}
+	return d, authErr
+}
+
 // Charge takes a request's token after authentication: from the key's bucket, or from
 // the client address's when no key was accepted. A request whose key could not be
 // checked at all (authErr without a contract code: a dependency is down) takes none —

@@ -17,6 +17,8 @@ import (
 // The idempotency protocol, the same for both doors. A mutating request names an
 // Idempotency-Key; Services.Do runs it:
 //
+//  0. the key is well formed (ValidIdempotencyKey), or the request is refused before
+//     anything is read: a malformed header tells nothing of what it names.
 //  1. authorize: the request is decided for the key — scope, environment, allowed
 //     operations and projects, the resources it names — before anything is handed out,
 //     a stored answer included. A refusal is never stored.
@@ -224,18 +226,21 @@ func inProgress() *Error {
 		Details: map[string]any{"in_progress": true}}
 }
 
-// Do runs a mutating request of a door for p, by the idempotency protocol above: p is
-// authorized for req before anything else; then the request claims its key, and either
+// Do runs a mutating request of a door for p, by the idempotency protocol above: once
+// its key is found well formed, p is authorized for req before anything else is read or
+// handed out; then the request claims its key, and either
 // gets the stored answer of the same request, or is refused (idempotency_conflict), or
 // runs its effect. The answer is what the door renders, a refusal included (Answer.Error);
 // an error is a refusal or failure that is not stored. Codes: those of the request,
 // invalid_request (Idempotency-Key), idempotency_conflict.
 func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*Answer, error) {
-	g, err := req.authorize(ctx, s, p)
-	if err != nil {
+	// The one place the key is checked: a malformed key is refused before anything is
+	// looked up, the same through every door.
+	if err := ValidIdempotencyKey(c.IdempotencyKey); err != nil {
 		return nil, err
 	}
-	if err := ValidIdempotencyKey(c.IdempotencyKey); err != nil {
+	g, err := req.authorize(ctx, s, p)
+	if err != nil {
 		return nil, err
 	}
 	fp, err := fingerprint(req)

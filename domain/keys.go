@@ -160,7 +160,7 @@ func (k *Keys) RevokeKey(ctx context.Context, id string) error {
 // organization_suspended, ip_not_allowed.
 func (k *Keys) Authenticate(ctx context.Context, secret string, ip netip.Addr) (*Principal, error) {
 	if secret == "" {
-		return nil, Errorf(CodeMissingCredentials, "no API key: send Authorization: Bearer <key>")
+		return nil, NoCredentials()
 	}
 	if !wellFormedKey(secret) {
 		return nil, Errorf(CodeInvalidAPIKey, "the API key is not valid")

@@ -11,6 +11,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/door"
 )
 
 // internalError marks what a resolver or the service below it failed with that carries
@@ -48,20 +49,20 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	switch {
 	case derr != nil:
 	case errors.As(err, &ierr):
-		s.logger(ctx).Error("internal error", "error", err.Error(), "path", gerr.Path.String())
+		door.Logger(ctx).Error("internal error", "error", err.Error(), "path", gerr.Path.String())
 		derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
 	case errors.Is(err, domain.ErrNotFound):
 		derr = domain.NotFound("resource")
 	default:
 		if code, _ := gerr.Extensions["code"].(string); protocolCodes[code] {
-			out.Extensions = map[string]any{"code": code, "requestId": requestIDFrom(ctx)}
+			out.Extensions = map[string]any{"code": code, "requestId": door.RequestID(ctx)}
 			return out
 		}
 		// Syntax, validation and argument values: the request's fault.
 		derr = &domain.Error{Code: domain.CodeInvalidRequest, Message: gerr.Message}
 	}
 	out.Message = derr.Message
-	out.Extensions = map[string]any{"code": derr.Code, "requestId": requestIDFrom(ctx)}
+	out.Extensions = map[string]any{"code": derr.Code, "requestId": door.RequestID(ctx)}
 	if derr.Param != "" {
 		out.Extensions["param"] = camelParam(derr.Param)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/door"
 )
 
 // Subscriptions: each authorizes its subject as the query of it would, subscribes to
@@ -25,11 +25,9 @@ import (
 // committed state change and running jobs' progress, whichever process made them.
 type EventStream = domain.EventBus
 
-// liveConn is what one websocket connection holds: its key, how many subscriptions it
-// runs, and the means to end it when the key stops being valid.
+// liveConn is what one websocket connection holds: how many subscriptions it runs, and
+// the means to end it when its credential stops being valid.
 type liveConn struct {
-	secret string
-	ip     netip.Addr
 	active atomic.Int64
 	end    context.CancelFunc
 }
@@ -83,44 +81,32 @@ func (l *liveLimits) acquire(ctx context.Context, p *domain.Principal) (release 
 	}, nil
 }
 
-// initSocket authenticates a websocket connection: by the upgrade's Authorization
-// header (already checked by serveGraphQL), or by connection_init's payload
-// {"authorization": "Bearer <key>"} (either case of the name). It then rechecks the key
-// every KeyRecheck, and ends the connection when the key is revoked or expires.
+// initSocket authenticates a websocket connection: by its upgrade's credential (already
+// checked by the door), or by connection_init's payload {"authorization": "Bearer <key>"}
+// (either case of the name). It then checks the credential again every KeyRecheck, and
+// ends the connection when it no longer holds.
 func (s *Server) initSocket(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	ip, _ := ctx.Value(ctxClientAddr).(netip.Addr)
-	p := principal(ctx)
-	secret, _ := ctx.Value(ctxSecret).(string)
-	if p == nil {
-		v, _ := payload["authorization"].(string)
-		if v == "" {
-			v, _ = payload["Authorization"].(string)
+	ctx, err := s.door.AuthenticateInit(ctx, payload)
+	if err != nil {
+		derr := domain.AsError(err)
+		if derr == nil {
+			door.Logger(ctx).Error("authenticate websocket", "error", err.Error())
+			derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
 		}
-		var err error
-		if secret, err = domain.BearerSecret(v); err == nil {
-			p, err = s.svc.Keys.Authenticate(ctx, secret, ip)
-		}
-		if err != nil {
-			derr := domain.AsError(err)
-			if derr == nil {
-				s.logger(ctx).Error("authenticate websocket", "error", err.Error())
-				derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
-			}
-			return transport.WithWebsocketCloseCode(ctx, 4403), nil, fmt.Errorf("%s: %s", derr.Code, derr.Message)
-		}
+		return transport.WithWebsocketCloseCode(ctx, 4403), nil, fmt.Errorf("%s: %s", derr.Code, derr.Message)
 	}
-	ctx = withPrincipal(ctx, p)
 	ctx, end := context.WithCancel(ctx)
-	c := &liveConn{secret: secret, ip: ip, end: end}
+	c := &liveConn{end: end}
 	ctx = context.WithValue(ctx, liveConnKey{}, c)
 	ctx = transport.AppendCloseReason(ctx, "the API key is no longer valid")
-	go s.watchKey(ctx, c)
+	go s.watchCredential(ctx, door.IdentityOf(ctx), c)
 	return ctx, nil, nil
 }
 
-// watchKey ends a connection whose key was revoked, expired, or whose organization was
-// suspended: its subscriptions end with it.
-func (s *Server) watchKey(ctx context.Context, c *liveConn) {
+// watchCredential ends a connection whose credential stopped holding (a key revoked or
+// expired, its organization suspended): its subscriptions end with it. A check that
+// could not be made (a dependency down) ends nothing.
+func (s *Server) watchCredential(ctx context.Context, id *door.Identity, c *liveConn) {
 	t := time.NewTicker(s.cfg.KeyRecheck)
 	defer t.Stop()
 	for {
@@ -128,8 +114,7 @@ func (s *Server) watchKey(ctx context.Context, c *liveConn) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_, err := s.svc.Keys.Authenticate(ctx, c.secret, c.ip)
-			if err != nil && domain.AsError(err) != nil {
+			if err := id.Recheck(ctx); err != nil && domain.AsError(err) != nil {
 				c.end()
 				return
 			}

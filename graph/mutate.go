@@ -8,6 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/door"
 )
 
 // do makes a mutating request through the domain, as the REST handler of the same
@@ -21,7 +22,7 @@ func (r *Resolver) do(ctx context.Context, key *string, req domain.Request) (*do
 	if key == nil {
 		a, err = r.svc.Run(ctx, p, req)
 	} else {
-		a, err = r.svc.Do(ctx, p, domain.Call{IdempotencyKey: *key, RequestID: requestIDFrom(ctx)}, req)
+		a, err = r.svc.Do(ctx, p, domain.Call{IdempotencyKey: *key, RequestID: door.RequestID(ctx)}, req)
 	}
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/domain/logging"
+	"github.com/filemill/filemill/door"
 )
 
 // ServerConfig holds the settings of the GraphQL door (Config is gqlgen's, of the
@@ -50,6 +50,9 @@ type ServerConfig struct {
 	// StatusOf gives the HTTP status of a request refused before GraphQL runs (no key,
 	// rate limited) from its contract code: the REST door's table. Nil answers 200.
 	StatusOf func(code string) int
+	// Authenticators find who a request acts for, in order (package door); nil: API
+	// keys alone.
+	Authenticators []door.Authenticator
 }
 
 // DefaultServerConfig returns the defaults.
@@ -82,10 +85,12 @@ func (c ServerConfig) Validate() error {
 
 // Server is the GraphQL door over the domain services.
 type Server struct {
-	cfg ServerConfig
-	svc *domain.Services
-	log *slog.Logger
-	gql *handler.Server
+	cfg    ServerConfig
+	svc    *domain.Services
+	log    *slog.Logger
+	gql    *handler.Server
+	door   *door.Door
+	authed http.Handler // GraphQL behind the door's authentication
 }
 
 // NewServer builds the door over the services (their rate limits are the REST door's:
@@ -96,6 +101,13 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, svc: svc, log: log}
+	auth := cfg.Authenticators
+	if auth == nil {
+		auth = []door.Authenticator{door.APIKeys{Keys: svc.Keys}}
+	}
+	s.door = door.New(door.Config{Limits: svc.RateLimits, Authenticators: auth, SocketsAuthenticateLater: true, Log: log,
+		Refuse: func(w http.ResponseWriter, r *http.Request, err error) { s.refuse(w, r, 0, err) }})
+	s.authed = s.door.Authenticate(http.HandlerFunc(s.serveAuthenticated))
 	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
 	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live, resync: cfg.Resync}}
 	setComplexity(&ec.Complexity)
@@ -116,15 +128,13 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	gql.Use(&operationLimits{maxDepth: cfg.MaxDepth, maxComplexity: cfg.MaxComplexity})
 	gql.SetErrorPresenter(s.presentError)
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
-		s.logger(ctx).Error("panic", "value", v, "stack", string(debug.Stack()))
+		door.Logger(ctx).Error("panic", "value", v, "stack", string(debug.Stack()))
 		return s.recoverPanic(ctx, v)
 	})
 	gql.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		p := principal(ctx)
-		if c := connFrom(ctx); c != nil && p != nil {
+		if c := connFrom(ctx); c != nil && principal(ctx) != nil {
 			// An operation over a websocket takes its token as a request does.
-			if d := svc.RateLimits.Allow(ctx, p, c.ip); !d.Allowed {
-				err := domain.RateLimited(d)
+			if err := s.door.AdmitOperation(ctx); err != nil {
 				return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{s.presentError(ctx, err)}})
 			}
 		}
@@ -146,21 +156,14 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 // the console's (package web), mounted beside it by cmd/filemill.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", s.withRequestID(s.withAccessLog(http.HandlerFunc(s.serveGraphQL))))
+	mux.Handle("/graphql", s.door.Mount(http.HandlerFunc(s.serveGraphQL)))
 	return mux
 }
 
-func (s *Server) withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := domain.NewID(domain.PrefixRequest)
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxRequestID, id)))
-	})
-}
-
-// serveGraphQL authenticates the request and takes its rate-limit token as the REST
-// door does (domain rules), then hands it to GraphQL. Nothing — not the schema — is
-// answered to a request without a valid key.
+// serveGraphQL checks what GraphQL cannot take, then authenticates the request and takes
+// its rate-limit token as every door does (package door). Nothing — not the schema — is
+// answered to a request without a valid credential; a websocket may carry its key in
+// connection_init instead, authenticated there (initSocket) before any operation runs.
 func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
@@ -174,64 +177,23 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	}
-	ip := domain.ClientAddr(r.RemoteAddr)
-	// A websocket may carry its key in connection_init instead of the upgrade: it is
-	// authenticated there (initSocket) before any operation runs.
-	socket := r.Header.Get("Upgrade") != ""
-	deferred := socket && r.Header.Get("Authorization") == ""
-	var p *domain.Principal
-	var authErr error
-	if !deferred {
-		p, authErr = s.authenticate(r)
-	}
-	if d := s.svc.RateLimits.Charge(r.Context(), p, authErr, ip); !setRateHeaders(w, d) {
-		s.refuse(w, r, 0, domain.RateLimited(d))
-		return
-	}
-	if authErr != nil {
-		s.refuse(w, r, 0, authErr)
-		return
-	}
-	ctx := context.WithValue(r.Context(), ctxClientAddr, ip)
-	if p != nil {
-		ctx = withPrincipal(ctx, p)
-		secret, _ := domain.BearerSecret(r.Header.Get("Authorization"))
-		ctx = context.WithValue(ctx, ctxSecret, secret)
-	}
-	if s.cfg.RequestTimeout > 0 && !socket {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	s.authed.ServeHTTP(w, r)
+}
+
+// serveAuthenticated runs an authenticated request (or a websocket that authenticates
+// in its first message), a query or mutation within RequestTimeout.
+func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.RequestTimeout > 0 && r.Header.Get("Upgrade") == "" {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		r = r.WithContext(ctx)
 	}
-	s.gql.ServeHTTP(w, r.WithContext(ctx))
-}
-
-// authenticate finds the key of a request: the Authorization header, never the query
-// string. Codes: those of domain.Keys.Authenticate, api_key_in_query.
-func (s *Server) authenticate(r *http.Request) (*domain.Principal, error) {
-	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
-		return nil, err
-	}
-	secret, err := domain.AuthorizationSecret(r.Header.Values("Authorization"))
-	if err != nil {
-		return nil, err
-	}
-	return s.svc.Keys.Authenticate(r.Context(), secret, domain.ClientAddr(r.RemoteAddr))
-}
-
-// setRateHeaders sets the X-RateLimit-* headers of a decision and reports whether it
-// allowed the request.
-func setRateHeaders(w http.ResponseWriter, d domain.RateDecision) bool {
-	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
-	return d.Allowed
+	s.gql.ServeHTTP(w, r)
 }
 
 // refuse answers a request GraphQL never saw, in the GraphQL response shape.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err error) {
-	gerr := s.presentError(context.WithValue(r.Context(), ctxRequestID, requestIDFrom(r.Context())), err)
+	gerr := s.presentError(r.Context(), err)
 	if derr := domain.AsError(err); derr != nil {
 		if derr.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(derr.RetryAfter))
@@ -247,17 +209,4 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
-}
-
-// withAccessLog logs one line per request, as the REST door does; a websocket's line
-// comes when it closes.
-func (s *Server) withAccessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &logging.StatusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		s.logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", rec.Status), slog.Bool("websocket", r.Header.Get("Upgrade") != ""),
-			slog.Duration("duration", time.Since(start)))
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/door"
 )
 
 // statusOf is the one table from contract code to HTTP status (interface.md section 7).
@@ -91,10 +92,10 @@ type errorDetail struct {
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	derr := domain.ErrorOf(err)
 	if derr == nil {
-		logger(r.Context()).Error("internal error", "error", err.Error())
+		door.Logger(r.Context()).Error("internal error", "error", err.Error())
 		derr = &domain.Error{Code: domain.CodeInternal, Message: "internal error"}
 	}
-	d := errorDetail{Code: derr.Code, Message: derr.Message, Param: derr.Param, RequestID: requestIDFrom(r.Context())}
+	d := errorDetail{Code: derr.Code, Message: derr.Message, Param: derr.Param, RequestID: door.RequestID(r.Context())}
 	if len(derr.Details) > 0 {
 		d.Details = derr.Details
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/door"
 )
 
 // The REST door's side of a mutating request: it decodes the body, hands the request to
@@ -13,7 +14,7 @@ import (
 
 // call is what the door knows of a mutating request beyond its body.
 func call(r *http.Request) domain.Call {
-	return domain.Call{IdempotencyKey: r.Header.Get("Idempotency-Key"), RequestID: requestIDFrom(r.Context())}
+	return domain.Call{IdempotencyKey: r.Header.Get("Idempotency-Key"), RequestID: door.RequestID(r.Context())}
 }
 
 // do runs a mutating request for p and answers it.

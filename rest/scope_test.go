@@ -2,11 +2,14 @@ package rest_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/rest/openapitest"
 )
 
 // TestReplayStaysInItsScope: an Idempotency-Key is scoped to (organization, environment,
@@ -114,4 +117,82 @@ func TestReplayStaysInItsScope(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestEveryRouteRefusesAKeyLackingItsScope: every authenticated operation of the
+// document refuses a key holding every scope but its own, naming the scope — decided by
+// the domain call behind the route, not by a table of this door's (the GraphQL door gets
+// the same refusals: graph's TestEveryFieldRefusesAKeyLackingItsScope).
+func TestEveryRouteRefusesAKeyLackingItsScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(req{method: "POST", path: "/v1/webhook-endpoints", key: b.liveA, idem: "scope-hook", body: webhookBody("https://example.com/scope")})
+	require.Equal(t, 201, r.status, string(r.body))
+	ids := strings.NewReplacer("{upload_id}", "upl_01ARZ3NDEKTSV4RRFFQ69G5FAV", "{file_id}", "file_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		"{job_id}", "job_01ARZ3NDEKTSV4RRFFQ69G5FAV", "{batch_id}", "bat_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		"{webhook_endpoint_id}", r.json(t)["id"].(string), "{delivery_id}", "dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		"{event_id}", "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+	scopes := map[string]string{
+		"POST /v1/uploads":                                               domain.ScopeFilesWrite,
+		"GET /v1/uploads/{upload_id}":                                    domain.ScopeFilesRead,
+		"POST /v1/uploads/{upload_id}/parts":                             domain.ScopeFilesWrite,
+		"POST /v1/uploads/{upload_id}/complete-parts":                    domain.ScopeFilesWrite,
+		"POST /v1/uploads/{upload_id}/abort":                             domain.ScopeFilesWrite,
+		"POST /v1/files/{file_id}/complete":                              domain.ScopeFilesWrite,
+		"GET /v1/files":                                                  domain.ScopeFilesRead,
+		"GET /v1/files/{file_id}":                                        domain.ScopeFilesRead,
+		"DELETE /v1/files/{file_id}":                                     domain.ScopeFilesWrite,
+		"GET /v1/files/{file_id}/history":                                domain.ScopeFilesRead,
+		"POST /v1/files/{file_id}/download-url":                          domain.ScopeFilesRead,
+		"POST /v1/jobs":                                                  domain.ScopeJobsWrite,
+		"GET /v1/jobs":                                                   domain.ScopeJobsRead,
+		"GET /v1/jobs/{job_id}":                                          domain.ScopeJobsRead,
+		"GET /v1/jobs/{job_id}/artifacts":                                domain.ScopeJobsRead,
+		"POST /v1/jobs/{job_id}/cancel":                                  domain.ScopeJobsWrite,
+		"POST /v1/batches":                                               domain.ScopeJobsWrite,
+		"GET /v1/batches/{batch_id}":                                     domain.ScopeJobsRead,
+		"GET /v1/usage":                                                  domain.ScopeUsageRead,
+		"GET /v1/webhook-endpoints":                                      domain.ScopeWebhooksRead,
+		"POST /v1/webhook-endpoints":                                     domain.ScopeWebhooksWrite,
+		"GET /v1/webhook-endpoints/{webhook_endpoint_id}":                domain.ScopeWebhooksRead,
+		"DELETE /v1/webhook-endpoints/{webhook_endpoint_id}":             domain.ScopeWebhooksWrite,
+		"POST /v1/webhook-endpoints/{webhook_endpoint_id}/test":          domain.ScopeWebhooksWrite,
+		"POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret": domain.ScopeWebhooksWrite,
+		"GET /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries":     domain.ScopeWebhooksRead,
+		"POST /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry": domain.ScopeWebhooksWrite,
+		"GET /v1/events":            domain.ScopeWebhooksRead,
+		"GET /v1/events/{event_id}": domain.ScopeWebhooksRead,
+	}
+	// Open to every key, or to none.
+	unscoped := []string{"GET /v1/operations", "GET /v1", "GET /v1/", "GET /v1/openapi.json"}
+	lacking := map[string]string{}
+	for _, scope := range domain.AllScopes {
+		lacking[scope] = b.newKey(func(k *domain.NewKey) {
+			k.Scopes = slices.DeleteFunc(slices.Clone(domain.AllScopes), func(s string) bool { return s == scope })
+		})
+	}
+	seen := 0
+	for path, item := range openapitest.New(t).Doc().Paths.Map() {
+		for method := range item.Operations() {
+			route := method + " " + path
+			if !strings.HasPrefix(path, "/v1") || slices.Contains(unscoped, route) {
+				continue
+			}
+			scope, ok := scopes[route]
+			require.True(t, ok, "%s: which scope does it need?", route)
+			seen++
+			t.Run(route, func(t *testing.T) {
+				r := req{method: method, path: ids.Replace(path), key: lacking[scope]}
+				if method == "POST" {
+					r.idem, r.body = "scope-"+route, map[string]any{}
+				}
+				got := b.do(r)
+				require.Equal(t, 403, got.status, string(got.body))
+				e := got.json(t)["error"].(map[string]any)
+				require.Equal(t, domain.CodeInsufficientScope, e["code"])
+				require.Equal(t, map[string]any{"required_scope": scope}, e["details"])
+			})
+		}
+	}
+	require.Equal(t, len(scopes), seen, "every route the table names is in the document")
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/door"
 )
 
 // Checker reports whether one dependency is reachable, for /readyz.
@@ -24,6 +24,9 @@ type Config struct {
 	ReadinessChecks []Checker
 	// QueueDepth feeds the queue-depth gauge of the metrics; nil leaves it out.
 	QueueDepth func(ctx context.Context) (map[string]int, error)
+	// Authenticators find who a request acts for, in order (package door); nil: API
+	// keys alone.
+	Authenticators []door.Authenticator
 }
 
 // DefaultConfig returns the defaults.
@@ -36,6 +39,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
+	door    *door.Door
 }
 
 // NewServer builds the door over the services (whose RateLimits every API process
@@ -45,6 +49,11 @@ func NewServer(cfg Config, svc *domain.Services, log *slog.Logger) *Server {
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, svc: svc, log: log, metrics: newMetrics(cfg.QueueDepth), mux: http.NewServeMux()}
+	auth := cfg.Authenticators
+	if auth == nil {
+		auth = []door.Authenticator{door.APIKeys{Keys: svc.Keys}}
+	}
+	s.door = door.New(door.Config{Limits: svc.RateLimits, Authenticators: auth, Refuse: writeError, Log: log})
 	s.routes()
 	return s
 }
@@ -52,7 +61,7 @@ func NewServer(cfg Config, svc *domain.Services, log *slog.Logger) *Server {
 // Handler returns the root handler: /v1, health and readiness. The metrics are not
 // among them (see MetricsHandler).
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.withRecover(s.withAccessLog(s.mux)))
+	return s.door.Mount(s.withRecover(s.mux))
 }
 
 // MetricsHandler serves the Prometheus metrics at GET /metrics. They span every tenant
@@ -71,51 +80,51 @@ func (s *Server) routes() {
 	if err != nil {
 		panic("rest: openapi document: " + err.Error()) // the embedded document and the registry are fixed at build time
 	}
-	s.mux.Handle("GET /v1/openapi.json", s.public(OpenAPIHandler(doc)))
+	s.mux.Handle("GET /v1/openapi.json", s.door.Public(OpenAPIHandler(doc)))
 	// The API's index, at /v1 and /v1/ alike: what a person trying the API finds first.
-	index := s.public(http.HandlerFunc(s.apiIndex))
+	index := s.door.Public(http.HandlerFunc(s.apiIndex))
 	s.mux.Handle("GET /v1", index)
 	s.mux.Handle("GET /v1/{$}", index)
 
 	// Uploads and files.
-	s.api("POST /v1/uploads", domain.ScopeFilesWrite, s.createUpload)
-	s.api("GET /v1/uploads/{upload_id}", domain.ScopeFilesRead, s.getUpload)
-	s.api("POST /v1/uploads/{upload_id}/parts", domain.ScopeFilesWrite, s.remintParts)
-	s.api("POST /v1/uploads/{upload_id}/complete-parts", domain.ScopeFilesWrite, s.completeParts)
-	s.api("POST /v1/uploads/{upload_id}/abort", domain.ScopeFilesWrite, s.abortUpload)
-	s.api("POST /v1/files/{file_id}/complete", domain.ScopeFilesWrite, s.completeFile)
-	s.api("GET /v1/files", domain.ScopeFilesRead, s.listFiles)
-	s.api("GET /v1/files/{file_id}", domain.ScopeFilesRead, s.getFile)
-	s.api("DELETE /v1/files/{file_id}", domain.ScopeFilesWrite, s.deleteFile)
-	s.api("GET /v1/files/{file_id}/history", domain.ScopeFilesRead, s.fileHistory)
-	s.api("POST /v1/files/{file_id}/download-url", domain.ScopeFilesRead, s.downloadURL)
+	s.api("POST /v1/uploads", s.createUpload)
+	s.api("GET /v1/uploads/{upload_id}", s.getUpload)
+	s.api("POST /v1/uploads/{upload_id}/parts", s.remintParts)
+	s.api("POST /v1/uploads/{upload_id}/complete-parts", s.completeParts)
+	s.api("POST /v1/uploads/{upload_id}/abort", s.abortUpload)
+	s.api("POST /v1/files/{file_id}/complete", s.completeFile)
+	s.api("GET /v1/files", s.listFiles)
+	s.api("GET /v1/files/{file_id}", s.getFile)
+	s.api("DELETE /v1/files/{file_id}", s.deleteFile)
+	s.api("GET /v1/files/{file_id}/history", s.fileHistory)
+	s.api("POST /v1/files/{file_id}/download-url", s.downloadURL)
 
 	// Jobs and batches.
-	s.api("POST /v1/jobs", domain.ScopeJobsWrite, s.createJob)
-	s.api("GET /v1/jobs", domain.ScopeJobsRead, s.listJobs)
-	s.api("GET /v1/jobs/{job_id}", domain.ScopeJobsRead, s.getJob)
-	s.api("GET /v1/jobs/{job_id}/artifacts", domain.ScopeJobsRead, s.listJobArtifacts)
-	s.api("POST /v1/jobs/{job_id}/cancel", domain.ScopeJobsWrite, s.cancelJob)
-	s.api("POST /v1/batches", domain.ScopeJobsWrite, s.createBatch)
-	s.api("GET /v1/batches/{batch_id}", domain.ScopeJobsRead, s.getBatch)
-	s.api("GET /v1/operations", "", s.listOperations)
-	s.api("GET /v1/usage", domain.ScopeUsageRead, s.getUsage)
+	s.api("POST /v1/jobs", s.createJob)
+	s.api("GET /v1/jobs", s.listJobs)
+	s.api("GET /v1/jobs/{job_id}", s.getJob)
+	s.api("GET /v1/jobs/{job_id}/artifacts", s.listJobArtifacts)
+	s.api("POST /v1/jobs/{job_id}/cancel", s.cancelJob)
+	s.api("POST /v1/batches", s.createBatch)
+	s.api("GET /v1/batches/{batch_id}", s.getBatch)
+	s.api("GET /v1/operations", s.listOperations)
+	s.api("GET /v1/usage", s.getUsage)
 
 	// Webhook endpoints.
-	s.api("GET /v1/webhook-endpoints", domain.ScopeWebhooksRead, s.listWebhookEndpoints)
-	s.api("POST /v1/webhook-endpoints", domain.ScopeWebhooksWrite, s.createWebhookEndpoint)
-	s.api("DELETE /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksWrite, s.deleteWebhookEndpoint)
-	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}", domain.ScopeWebhooksRead, s.getWebhookEndpoint)
-	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", domain.ScopeWebhooksWrite, s.testWebhookEndpoint)
-	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret", domain.ScopeWebhooksWrite, s.rotateWebhookSecret)
-	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries", domain.ScopeWebhooksRead, s.listWebhookDeliveries)
-	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry", domain.ScopeWebhooksWrite, s.retryWebhookDelivery)
-	s.api("GET /v1/events", domain.ScopeWebhooksRead, s.listEvents)
-	s.api("GET /v1/events/{event_id}", domain.ScopeWebhooksRead, s.getEvent)
+	s.api("GET /v1/webhook-endpoints", s.listWebhookEndpoints)
+	s.api("POST /v1/webhook-endpoints", s.createWebhookEndpoint)
+	s.api("DELETE /v1/webhook-endpoints/{webhook_endpoint_id}", s.deleteWebhookEndpoint)
+	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}", s.getWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/test", s.testWebhookEndpoint)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/rotate-secret", s.rotateWebhookSecret)
+	s.api("GET /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries", s.listWebhookDeliveries)
+	s.api("POST /v1/webhook-endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/retry", s.retryWebhookDelivery)
+	s.api("GET /v1/events", s.listEvents)
+	s.api("GET /v1/events/{event_id}", s.getEvent)
 
 	// Anything else under /v1 is a 404 in the contract's error shape, with the headers
 	// (never a redirect from /v1 to /v1/).
-	noRoute := s.public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	noRoute := s.door.Public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, domain.Errorf(domain.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	}))
 	s.mux.Handle("/v1/", noRoute)
@@ -125,29 +134,14 @@ func (s *Server) routes() {
 // apiHandler is a /v1 handler that runs for an authenticated principal.
 type apiHandler func(w http.ResponseWriter, r *http.Request, p *domain.Principal)
 
-// api registers an authenticated /v1 route. The scope is checked before the handler
-// runs, and a POST must carry a well-formed Idempotency-Key; POST handlers hand their
-// request to the domain (do), which decides it again, in full, before its idempotency
-// claim.
-func (s *Server) api(pattern, scope string, h apiHandler) {
-	post := strings.HasPrefix(pattern, "POST ")
+// api registers an authenticated /v1 route. What the principal may do — its scopes
+// among the rest — is decided by the domain call the handler makes, as it is for the
+// GraphQL door; a POST's Idempotency-Key is checked by the domain too (Services.Do).
+func (s *Server) api(pattern string, h apiHandler) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		if scope != "" {
-			if err := p.RequireScope(scope); err != nil {
-				writeError(w, r, err)
-				return
-			}
-		}
-		if post {
-			if err := domain.ValidIdempotencyKey(r.Header.Get("Idempotency-Key")); err != nil {
-				writeError(w, r, err)
-				return
-			}
-		}
-		h(w, r, p)
+		h(w, r, door.Principal(r.Context()))
 	})
-	s.mux.Handle(pattern, s.withMetrics(pattern, s.withTimeout(s.withAuth(handler))))
+	s.mux.Handle(pattern, s.withMetrics(pattern, s.withTimeout(s.door.Authenticate(handler))))
 }
 
 // apiIndexView is the answer of GET /v1: the version and where to go next.

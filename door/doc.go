@@ -1,0 +1,13 @@
+// Package door is the plumbing every front door mounts, written once: a request id and
+// a logger carrying it, one access-log line per request, authentication by a list of
+// Authenticators (an API key in the Authorization header today; a console session
+// next), the rate limit charged before any refusal, and the X-RateLimit-* headers on
+// every answer. The REST door and the GraphQL door (HTTP and websocket) both mount it,
+// so a request is received the same way through either.
+//
+// The rules it applies are the domain's (domain/door.go: what counts as a credential,
+// the order of charging and refusing, the refusals themselves): this package only reads
+// them off an HTTP request. Each door renders a refusal in its own shape (Config.Refuse).
+// It imports domain and the standard library, and must never import rest, graph, db,
+// storage or jobs.
+package door
