@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 type ctxKey int

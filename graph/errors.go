@@ -11,7 +11,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 // internalError marks what a resolver or the service below it failed with that carries

@@ -13,7 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 // Subscriptions: each authorizes its subject as the query of it would, subscribes to

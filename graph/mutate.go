@@ -8,7 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 // do makes a mutating request through the domain, as the REST handler of the same

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 // statusOf is the one table from contract code to HTTP status (interface.md section 7).

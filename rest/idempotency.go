@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 // The REST door's side of a mutating request: it decodes the body, hands the request to

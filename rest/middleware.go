@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/door"
 	"github.com/filemill/filemill/domain/logging"
-	"github.com/filemill/filemill/door"
 )
 
 // The REST door's own layers; the request id, access log, authentication and rate limit

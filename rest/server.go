@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 )
 
 // Checker reports whether one dependency is reachable, for /readyz.

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/door"
+	"github.com/filemill/filemill/domain/door"
 	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 )
