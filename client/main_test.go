@@ -25,6 +25,7 @@ import (
 
 	"github.com/filemill/filemill/client"
 	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/storage/miniotest"
 )
@@ -263,22 +264,26 @@ func (p *proc) stop() {
 
 // waitReady waits for /readyz to answer 200, or for the process to die.
 func waitReady(base string, p *proc) error {
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	exited, err := eventually.Wait(eventually.Bound, func() (bool, bool) {
 		select {
 		case <-p.done:
-			return fmt.Errorf("filemill %s exited:\n%s", strings.Join(p.cmd.Args[1:], " "), p.logs())
+			return true, true
 		default:
 		}
-		if resp, err := http.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false, false
 		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return false, resp.StatusCode == 200
+	})
+	if exited {
+		return fmt.Errorf("filemill %s exited:\n%s", strings.Join(p.cmd.Args[1:], " "), p.logs())
 	}
-	return fmt.Errorf("%s/readyz never answered 200", base)
+	if err != nil {
+		return fmt.Errorf("%s/readyz never answered 200", base)
+	}
+	return nil
 }
 
 // waitOperation waits until a live worker runs the operation: jobs are admitted only then.
@@ -287,20 +292,27 @@ func waitOperation(base, key, operation string) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	var failed error
+	_, err = eventually.Wait(eventually.Bound, func() (struct{}, bool) {
 		ops, err := c.Operations(context.Background())
 		if err != nil {
-			return err
+			failed = err
+			return struct{}{}, true
 		}
 		for _, op := range ops {
 			if op.Name == operation && string(op.Kind) == "operation" && op.Available {
-				return nil
+				return struct{}{}, true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return struct{}{}, false
+	})
+	if failed != nil {
+		return failed
 	}
-	return fmt.Errorf("no worker advertised %s", operation)
+	if err != nil {
+		return fmt.Errorf("no worker advertised %s", operation)
+	}
+	return nil
 }
 
 func freeAddr() string {

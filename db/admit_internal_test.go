@@ -5,11 +5,11 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // recordingWriter records the groups the admission batcher writes. The first write on an
@@ -83,11 +83,11 @@ func admitAll(t *testing.T, s *Store, w *recordingWriter, first *domain.Admissio
 		go run(a)
 	}
 	// Wait until every one of them is queued behind the blocked write.
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the condition to hold", func() bool {
 		s.admissions.mu.Lock()
 		defer s.admissions.mu.Unlock()
 		return len(s.admissions.waiting[first.AccountID]) == len(rest)
-	}, 5*time.Second, time.Millisecond)
+	})
 	close(w.release)
 	wg.Wait()
 	return out
@@ -110,11 +110,11 @@ func TestAdmissionBatcher(t *testing.T) {
 		}
 		require.Len(t, w.groups, 2, "the first alone, then the five that waited, at once")
 		require.Len(t, w.groups[1], 10)
-		require.Eventually(t, func() bool {
+		eventually.True(t, "an idle batcher keeps nothing", func() bool {
 			q.admissions.mu.Lock()
 			defer q.admissions.mu.Unlock()
 			return len(q.admissions.waiting) == 0
-		}, 5*time.Second, time.Millisecond, "an idle batcher keeps nothing")
+		})
 	})
 
 	t.Run("RefusedGroupIsWrittenOneByOne", func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // connCheck tells a live idle connection from one its server ended, without waiting,
@@ -32,6 +34,6 @@ func TestConnCheck(t *testing.T) {
 	_, err = server.Write([]byte("E"))
 	require.NoError(t, err)
 	require.NoError(t, server.Close())
-	require.Eventually(t, func() bool { return connCheck(client) != nil }, 10*time.Second, time.Millisecond)
+	eventually.True(t, "the condition to hold", func() bool { return connCheck(client) != nil })
 	require.ErrorIs(t, connCheck(client), io.EOF, "after the message, the end")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/storage"
@@ -363,12 +364,12 @@ func TestIdempotencyFailuresAndLeases(t *testing.T) {
 
 		// The holder lives, so it renews: its claim holds however late it is.
 		e.clock.advance(10 * lease)
-		require.Eventually(t, func() bool {
+		eventually.True(t, "the holder renews its lease", func() bool {
 			var until time.Time
 			require.NoError(t, e.db.DB().NewSelect().Table("idempotency_records").Column("lease_until").
 				Where(`"key" = ?`, "k-lease").Scan(ctx, &until))
 			return until.After(e.clock.Now())
-		}, 30*time.Second, 10*time.Millisecond, "the holder renews its lease")
+		})
 		_, err = e.svc.Do(ctx, e.p, call("k-lease", "req_3"), job)
 		requireCode(t, err, domain.CodeIdempotencyConflict)
 		fs.release <- struct{}{}

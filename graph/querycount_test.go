@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // queryCounter counts the statements the store sends for requests: the relay's rounds
@@ -75,10 +76,10 @@ func TestPageOfJobsIsAFixedNumberOfQueries(t *testing.T) {
 	b.finishedJobs(100, 10)
 
 	// The relay's work on what the setup wrote would mingle with the requests'.
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the condition to hold", func() bool {
 		n, err := b.store.DB().NewSelect().Table("event_outbox").Count(context.Background())
 		return err == nil && n == 0
-	}, time.Minute, 20*time.Millisecond)
+	})
 	var c queryCounter
 	b.store.DB().AddQueryHook(&c)
 	count := func(n int) int64 {

@@ -24,6 +24,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
@@ -288,19 +289,15 @@ func pngBytes(t *testing.T, w, h int) []byte {
 // waitJob polls REST until the job is terminal, within a generous bound.
 func (b *bundle) waitJob(key, id string) map[string]any {
 	b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	return eventually.Value(b.t, "job "+id+" to finish", func() (map[string]any, bool) {
 		st, j := b.rest("GET", "/v1/jobs/"+id, key, nil)
 		require.Equal(b.t, 200, st, j)
 		switch j["state"] {
 		case "succeeded", "failed", "cancelled":
-			return j
+			return j, true
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("job %s still %s after 60 s", id, j["state"])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil, false
+	})
 }
 
 // putPart sends one part and returns the ETag the store answered.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/graph/graphtest"
 )
@@ -92,7 +93,7 @@ func TestWebsocketAuthentication(t *testing.T) {
 			t.Run("KeepAlives", func(t *testing.T) {
 				c, err := b.dial(proto, nil, map[string]any{"authorization": "Bearer " + b.liveA})
 				require.NoError(t, err)
-				require.Eventually(t, func() bool { return c.KeepAlives() >= 2 }, 30*time.Second, 50*time.Millisecond)
+				eventually.True(t, "the condition to hold", func() bool { return c.KeepAlives() >= 2 })
 			})
 			t.Run("RevokedKeyEndsTheConnection", func(t *testing.T) {
 				key := b.key(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/graph/graphtest"
 )
@@ -82,7 +83,7 @@ func TestSubscriptionsOfFilesBatchesAndEvents(t *testing.T) {
 		_, ch, err := c.Subscribe(`subscription { events(types: ["file.ready", "job.cancelled"]) { id type data } }`, nil)
 		require.NoError(t, err)
 		// A subscription has begun once it is registered; a file made after that is seen.
-		require.Eventually(t, func() bool {
+		eventually.True(t, "the condition to hold", func() bool {
 			f := b.uploadREST(b.liveA, "e.png", pngBytes(t, 22+time.Now().Nanosecond()%50, 12))
 			select {
 			case r := <-ch:
@@ -93,7 +94,7 @@ func TestSubscriptionsOfFilesBatchesAndEvents(t *testing.T) {
 			case <-time.After(2 * time.Second):
 				return false
 			}
-		}, time.Minute, 10*time.Millisecond)
+		})
 		// Another organization's events never reach it.
 		b.uploadREST(b.keyB, "other.png", pngBytes(t, 30, 30))
 		f := b.uploadREST(b.liveA, "mine.png", pngBytes(t, 31, 30))
@@ -154,7 +155,7 @@ func TestSubscriptionLimits(t *testing.T) {
 
 	// A subscription that ends gives its place back.
 	c1.Close()
-	require.Eventually(t, func() bool { return len(open(c2).Errors) == 0 }, 30*time.Second, 50*time.Millisecond)
+	eventually.True(t, "the condition to hold", func() bool { return len(open(c2).Errors) == 0 })
 }
 
 // TestSubscriptionsReadAgainWhatTheStreamLost: with no relay to publish it, a job's

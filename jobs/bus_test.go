@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/redistest"
 )
@@ -70,7 +71,7 @@ func TestRedisBusAcrossProcesses(t *testing.T) {
 	otherEnv, err := api.Subscribe(ctx, domain.ProjectTopic(e.ProjectID, domain.EnvTest))
 	require.NoError(t, err)
 	// Redis confirms subscriptions asynchronously: publish until the first arrives.
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the condition to hold", func() bool {
 		require.NoError(t, worker.Publish(ctx, e))
 		select {
 		case got := <-byJob.Events():
@@ -83,7 +84,7 @@ func TestRedisBusAcrossProcesses(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 			return false
 		}
-	}, 10*time.Second, time.Millisecond)
+	})
 	require.Equal(t, e.SubjectID, receive(t, byBatch).SubjectID)
 	require.Equal(t, e.SubjectID, receive(t, byProject).SubjectID)
 	nothing(t, otherEnv)
@@ -96,7 +97,7 @@ func TestRedisBusAcrossProcesses(t *testing.T) {
 
 	// The relay's nudge crosses processes too.
 	nudges := worker.Nudges()
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the condition to hold", func() bool {
 		api.Nudge()
 		select {
 		case <-nudges:
@@ -104,7 +105,7 @@ func TestRedisBusAcrossProcesses(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 			return false
 		}
-	}, 10*time.Second, time.Millisecond)
+	})
 }
 
 func TestLocalBus(t *testing.T) {
@@ -118,9 +119,9 @@ func TestLocalBus(t *testing.T) {
 	require.Equal(t, e, receive(t, sub))
 	nothing(t, sub) // one event, though it matched two of the topics
 	cancel()
-	require.Eventually(t, func() bool {
+	eventually.True(t, "a subscription ends with its context", func() bool {
 		_, open := <-sub.Events()
 		return !open
-	}, 5*time.Second, time.Millisecond, "a subscription ends with its context")
+	})
 	require.NoError(t, b.Publish(context.Background(), e), "publishing to nobody is fine")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -71,10 +72,10 @@ func TestEngineDirectory(t *testing.T) {
 			s.AdvertiseEngines(map[string]domain.Engine{"pdf": &checkedEngine{version: "pdfcpu 0.15"},
 				"ocr": &ocrLike{checkedEngine: checkedEngine{version: "tesseract 5"}, langs: []string{"eng", "fra"}, maxPages: 300}})
 		})
-		require.Eventually(t, func() bool {
+		eventually.True(t, "the condition to hold", func() bool {
 			live, err = dir.LiveEngines(ctx)
 			return err == nil && live["pdf"].Workers == 2
-		}, 10*time.Second, 10*time.Millisecond)
+		})
 		require.Equal(t, "pdfcpu 0.15", live["pdf"].Version)
 		require.Nil(t, live["pdf"].Languages, "an engine without languages tells none")
 		require.Equal(t, domain.EngineInfo{Version: "tesseract 5", Workers: 2, Languages: []string{"eng"}, MaxPages: 300}, live["ocr"],
@@ -146,10 +147,10 @@ func TestEnginePoolsServeOnlyWhatTheWorkerRuns(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01BETA", Queue: domain.QueueName([]string{"beta"})}))
 	require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01ALPHA", Queue: domain.QueueName([]string{"alpha"})}))
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the condition to hold", func() bool {
 		info, err := b.insp.GetTaskInfo("engine:alpha", "job_01ALPHA")
 		return err == nil && info.State == asynq.TaskStateCompleted
-	}, 10*time.Second, 10*time.Millisecond)
+	})
 	// The beta task was enqueued first: a worker serving its queue would have taken it
 	// by the time the alpha one has run.
 	info, err := b.insp.GetTaskInfo("engine:beta", "job_01BETA")

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/redistest"
 )
@@ -83,11 +85,11 @@ func (b *bundle) server(t *testing.T, cfg jobs.ServerConfig, register func(s *jo
 func (b *bundle) waitState(t *testing.T, id string, state asynq.TaskState) *asynq.TaskInfo {
 	t.Helper()
 	var info *asynq.TaskInfo
-	require.Eventually(t, func() bool {
+	eventually.True(t, fmt.Sprintf("task %s never became %s", id, state), func() bool {
 		var err error
 		info, err = b.insp.GetTaskInfo(jobs.DefaultQueueName, id)
 		return err == nil && info.State == state
-	}, 15*time.Second, 20*time.Millisecond, "task %s never became %s", id, state)
+	})
 	return info
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -157,7 +158,7 @@ func TestQueue(t *testing.T) {
 			did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01DONE"})
 			require.NoError(t, err)
 			require.True(t, did)
-			require.Eventually(t, func() bool { return runs.Load() == 2 }, 10*time.Second, 10*time.Millisecond)
+			eventually.True(t, "the condition to hold", func() bool { return runs.Load() == 2 })
 		})
 	})
 

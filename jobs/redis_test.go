@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -104,8 +105,8 @@ func TestEmbeddedRedis(t *testing.T) {
 		defer c.Close()
 		ctx := context.Background()
 		require.NoError(t, c.Set(ctx, "short", "x", 50*time.Millisecond).Err())
-		require.Eventually(t, func() bool {
+		eventually.True(t, "the condition to hold", func() bool {
 			return c.Exists(ctx, "short").Val() == 0
-		}, 2*time.Second, 20*time.Millisecond)
+		})
 	})
 }

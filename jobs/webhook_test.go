@@ -25,6 +25,7 @@ import (
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
@@ -893,13 +894,12 @@ func TestSlowEndpointDoesNotHoldUpOthers(t *testing.T) {
 			ev.Type = domain.EventJobFailed
 			require.NoError(t, s.CreateEvent(ctx, ev))
 		}
-		require.Eventually(t, func() bool { return inFlight.Load() == 2 }, 15*time.Second, 5*time.Millisecond)
+		eventually.True(t, "the condition to hold", func() bool { return inFlight.Load() == 2 })
 		var fast []string
 		for i := 0; i < 5; i++ {
 			fast = append(fast, e.jobEvent().ID)
 		}
-		require.Eventually(t, func() bool { return len(e.recv.requests()) == 5 }, 15*time.Second, 5*time.Millisecond,
-			"the fast endpoint is served while the slow one stalls")
+		eventually.True(t, "the fast endpoint is served while the slow one stalls", func() bool { return len(e.recv.requests()) == 5 })
 		require.ElementsMatch(t, fast, webhookIDs(e.recv.requests()))
 		require.EqualValues(t, 2, most.Load(), "never more than its share at the slow endpoint")
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/redistest"
 )
@@ -54,7 +55,7 @@ func TestLocallyRunsAtStartAndEveryPeriodUntilShutdown(t *testing.T) {
 			runs.Add(1)
 		})
 	})
-	require.Eventually(t, func() bool { return runs.Load() >= 3 }, 5*time.Second, 5*time.Millisecond)
+	eventually.True(t, "the condition to hold", func() bool { return runs.Load() >= 3 })
 	s.Shutdown()
 	// Shutdown returns once the loop has ended: its context is done, and no run can
 	// follow, so there is nothing to wait for.

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
@@ -112,10 +112,10 @@ func TestDamagedInputsFailUncharged(t *testing.T) {
 		body: map[string]any{"file_ids": []string{fine, truncated}, "operation": "pdf.compress"}})
 	require.Equal(t, 202, r.status, string(r.body))
 	var bt map[string]any
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the condition to hold", func() bool {
 		bt = b.do(req{method: "GET", path: "/v1/batches/" + r.json(t)["id"].(string), key: b.liveA}).json(t)
 		return bt["state"] == "completed"
-	}, 2*time.Minute, 50*time.Millisecond)
+	})
 	items := bt["items"].([]any)
 	require.Equal(t, "succeeded", items[0].(map[string]any)["state"])
 	require.Equal(t, "failed", items[1].(map[string]any)["state"])

@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // readyFile uploads content and returns the ready file's id.
@@ -32,17 +32,14 @@ func (b *bundle) createJob(key string, body map[string]any) response {
 // the machine's cores with every other test.
 func (b *bundle) waitJob(key, id string) map[string]any {
 	b.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
+	return eventually.Value(b.t, "job "+id+" to finish", func() (map[string]any, bool) {
 		j := b.do(req{method: "GET", path: "/v1/jobs/" + id, key: key}).json(b.t)
 		switch j["state"] {
 		case "succeeded", "failed", "cancelled":
-			return j
+			return j, true
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b.t.Fatalf("job %s did not finish", id)
-	return nil
+		return nil, false
+	})
 }
 
 func (b *bundle) account(orgID string) *domain.CreditAccount {
@@ -447,10 +444,10 @@ func TestBatches(t *testing.T) {
 		items := bt["items"].([]any)
 		require.Equal(t, good1, items[0].(map[string]any)["file_id"])
 		var got map[string]any
-		require.Eventually(t, func() bool {
+		eventually.True(t, "the condition to hold", func() bool {
 			got = b.do(req{method: "GET", path: "/v1/batches/" + bt["id"].(string), key: b.liveA}).json(t)
 			return got["state"] == "completed"
-		}, 60*time.Second, 100*time.Millisecond)
+		})
 		counts := got["counts"].(map[string]any)
 		require.EqualValues(t, 2, counts["succeeded"], "%v", got)
 		require.EqualValues(t, 1, counts["failed"])
@@ -486,10 +483,10 @@ func TestUsage(t *testing.T) {
 	_, _ = get(t, d["url"].(string), map[string]string{"Range": "bytes=0-9"})
 
 	var u map[string]any
-	require.Eventually(t, func() bool {
+	eventually.True(t, fmt.Sprintf("egress counts the bytes served: %v", u), func() bool {
 		u = b.do(req{method: "GET", path: "/v1/usage", key: b.liveA}).json(t)
 		return u["egress"].(map[string]any)["bytes"].(float64) == float64(len(content)+10)
-	}, 10*time.Second, 50*time.Millisecond, "egress counts the bytes served: %v", u)
+	})
 	require.Equal(t, "usage", u["object"])
 	require.Equal(t, b.orgA.Project.ID, u["project_id"])
 	require.EqualValues(t, 99, u["credits"].(map[string]any)["balance"])

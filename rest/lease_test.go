@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // stalling is the real store, except that the first admission waits until released
@@ -105,8 +106,7 @@ func TestIdempotencyLease(t *testing.T) {
 
 		// Far past the lease the holder took; it renews while it runs.
 		clock.advance(10 * lease)
-		require.Eventually(t, func() bool { return b.leaseOf("live-1").After(clock.Now()) }, 30*time.Second, 5*time.Millisecond,
-			"the running request renews its lease")
+		eventually.True(t, "the running request renews its lease", func() bool { return b.leaseOf("live-1").After(clock.Now()) })
 		requireInProgress(t, b.do(r))
 
 		close(stall.release)

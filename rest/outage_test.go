@@ -13,6 +13,7 @@ import (
 
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // TestDatabaseUnreachable: while PostgreSQL cannot be reached, a request with a valid
@@ -57,9 +58,9 @@ func TestDatabaseUnreachable(t *testing.T) {
 	})
 
 	b.dbProxy.restore()
-	require.Eventually(t, func() bool {
+	eventually.True(t, "served again once the database is back", func() bool {
 		return b.do(req{method: "GET", path: "/v1/jobs", key: unknown}).status == 200
-	}, 30*time.Second, 20*time.Millisecond, "served again once the database is back")
+	})
 	t.Run("NothingWasCountedAgainstTheAddress", func(t *testing.T) {
 		r := b.do(req{method: "GET", path: "/v1/jobs"}) // no key: the address's bucket
 		require.Equal(t, 401, r.status)

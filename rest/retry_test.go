@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -145,11 +146,11 @@ func TestRetries(t *testing.T) {
 
 		_, err = b.svc.Jobs.ClaimJob(ctx, id)
 		require.ErrorIs(t, err, domain.ErrNotRun, "nobody takes a job whose lease holds")
-		require.Eventually(t, func() bool {
+		eventually.True(t, "re-driven once its lease ran out", func() bool {
 			n, err := b.svc.Jobs.RedriveLost(ctx, 0)
 			require.NoError(t, err)
 			return n == 1
-		}, 10*time.Second, 50*time.Millisecond, "re-driven once its lease ran out")
+		})
 
 		startWorker(t, b)
 		j := b.waitJob(b.liveA, id)
@@ -283,7 +284,7 @@ func TestProgressAdvances(t *testing.T) {
 	}
 	for _, want := range []float64{25, 50, 75} {
 		paged.next <- struct{}{}
-		require.Eventually(t, func() bool { return progress() == want }, 10*time.Second, 10*time.Millisecond, "progress %v", want)
+		eventually.True(t, fmt.Sprintf("progress %v", want), func() bool { return progress() == want })
 	}
 	paged.next <- struct{}{}
 	done := b.waitJob(b.liveA, id)

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/domain/netguard"
 )
 
@@ -68,7 +70,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 func (rc *hookReceiver) waitFor(t *testing.T, typ, id string) hookRequest {
 	t.Helper()
 	var found hookRequest
-	require.Eventually(t, func() bool {
+	eventually.True(t, fmt.Sprintf("no %s for %s arrived", typ, id), func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		for _, r := range rc.got {
@@ -78,7 +80,7 @@ func (rc *hookReceiver) waitFor(t *testing.T, typ, id string) hookRequest {
 			}
 		}
 		return false
-	}, 30*time.Second, 5*time.Millisecond, "no %s for %s arrived", typ, id)
+	})
 	return found
 }
 
@@ -214,7 +216,7 @@ func TestWebhookEventsAtTheirTransitions(t *testing.T) {
 	before := rc.count()
 	retry := b.do(req{method: "POST", path: "/v1/webhook-endpoints/" + epID + "/deliveries/" + first["id"].(string) + "/retry", key: b.liveA, idem: idem()})
 	require.Equal(t, 202, retry.status, string(retry.body))
-	require.Eventually(t, func() bool { return rc.count() == before+1 }, 30*time.Second, 5*time.Millisecond)
+	eventually.True(t, "the condition to hold", func() bool { return rc.count() == before+1 })
 
 	test := b.do(req{method: "POST", path: "/v1/webhook-endpoints/" + epID + "/test", key: b.liveA, idem: idem()})
 	require.Equal(t, 202, test.status, string(test.body))

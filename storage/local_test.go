@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/storage"
 	"github.com/filemill/filemill/storage/storagetest"
 )
@@ -254,8 +256,7 @@ func TestLocalEgressCountsBytesSent(t *testing.T) {
 
 	waitEgress := func(want int64) {
 		t.Helper()
-		require.Eventually(t, func() bool { return b.egress.get(k) == want }, 2*time.Second, 5*time.Millisecond,
-			"egress %d, want %d", b.egress.get(k), want)
+		eventually.True(t, fmt.Sprintf("egress %d, want %d", b.egress.get(k), want), func() bool { return b.egress.get(k) == want })
 	}
 	resp, _ := storagetest.Get(t, gu, "")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -289,7 +290,7 @@ func TestLocalEgressCountsBytesSent(t *testing.T) {
 	_, err = io.ReadFull(resp.Body, make([]byte, 1<<20))
 	require.NoError(t, err)
 	resp.Body.Close()
-	require.Eventually(t, func() bool { return b.egress.get(big) > 0 }, 5*time.Second, 5*time.Millisecond)
+	eventually.True(t, "the condition to hold", func() bool { return b.egress.get(big) > 0 })
 	require.Less(t, b.egress.get(big), int64(64<<20))
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
 )
@@ -53,8 +54,7 @@ func serveWithClamd(t *testing.T, db string) (*proc, string, string) {
 // waitReport waits for serve's plain report of its engines on stdout.
 func waitReport(t *testing.T, p *proc) string {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(p.stdout.String(), "filemill engines available:") },
-		3*time.Minute, 20*time.Millisecond, "serve reports its engines at start; stdout:\n%s", p.stdout.String())
+	eventually.True(t, fmt.Sprintf("serve reports its engines at start; stdout:\n%s", p.stdout.String()), func() bool { return strings.Contains(p.stdout.String(), "filemill engines available:") })
 	return p.stdout.String()
 }
 
@@ -92,10 +92,10 @@ func scanJob(t *testing.T, base, key, content string) map[string]any {
 	status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file, "operation": "scan"})
 	require.Equal(t, 202, status, "%v", job)
 	var j map[string]any
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the scan job ends", func() bool {
 		_, j = apiGet(t, base+"/v1/jobs/"+job["id"].(string), key)
 		return j["state"] == "succeeded" || j["state"] == "failed"
-	}, 2*time.Minute, 20*time.Millisecond, "the scan job ends")
+	})
 	return j
 }
 
@@ -120,10 +120,10 @@ func TestServeRunsItsOwnClamd(t *testing.T) {
 	require.Positive(t, first, "serve's clamd runs as its child")
 	require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
 	var second int
-	require.Eventually(t, func() bool {
+	eventually.True(t, "a clamd that died is started again", func() bool {
 		second = clamdChild(t, p.cmd.Process.Pid)
 		return second != 0 && second != first
-	}, 2*time.Minute, 20*time.Millisecond, "a clamd that died is started again")
+	})
 	j = scanJob(t, base, key, "nothing to see\n")
 	require.Equal(t, "succeeded", j["state"], "%v", j)
 

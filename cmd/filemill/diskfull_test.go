@@ -6,17 +6,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -79,16 +80,11 @@ func TestDiskFull(t *testing.T) {
 	t.Run("JobFailsWithAPlainSentence", func(t *testing.T) {
 		status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": big, "operation": "inspect"})
 		require.Equal(t, 202, status, "%v", job)
-		var j map[string]any
-		deadline := time.Now().Add(90 * time.Second) // three attempts, spaced by the retry delays
-		for {
-			_, j = apiGet(t, base+"/v1/jobs/"+job["id"].(string), key)
-			if j["state"] != "queued" && j["state"] != "running" {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "the job never finished: %v", j)
-			time.Sleep(200 * time.Millisecond)
-		}
+		// Three attempts, spaced by the retry delays.
+		j := eventually.Value(t, "the job to finish", func() (map[string]any, bool) {
+			_, j := apiGet(t, base+"/v1/jobs/"+job["id"].(string), key)
+			return j, j["state"] != "queued" && j["state"] != "running"
+		})
 		require.Equal(t, "failed", j["state"], "%v", j)
 		e := j["error"].(map[string]any)
 		require.Equal(t, "dependency_unavailable", e["code"])
@@ -135,19 +131,14 @@ func requirePlain(t *testing.T, msg string) {
 // readyz waits until /readyz answers status, and returns its checks.
 func readyz(t *testing.T, base string, status int) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return eventually.Value(t, fmt.Sprintf("/readyz to answer %d", status), func() (map[string]string, bool) {
 		resp, err := http.Get(base + "/readyz")
 		require.NoError(t, err)
 		var body struct{ Checks map[string]string }
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
-		if resp.StatusCode == status {
-			return body.Checks
-		}
-		require.True(t, time.Now().Before(deadline), "/readyz: %d %v, want %d", resp.StatusCode, body.Checks, status)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return body.Checks, resp.StatusCode == status
+	})
 }
 
 // mountTmpfs mounts a file system of the given size for the test, to be filled.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // binary is filemill built once for the whole package: these tests drive the real
@@ -125,18 +127,14 @@ func runCLI(t *testing.T, dir string, env []string, args ...string) (string, str
 
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually.True(t, base+"/readyz to answer 200", func() bool {
 		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s/readyz never answered 200", base)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 }
 
 func apiGet(t *testing.T, url, key string) (int, map[string]any) {
@@ -333,14 +331,7 @@ func awaitStatus(t *testing.T, url, key string, status int, code string) {
 // admitted only then.
 func waitAvailable(t *testing.T, base, key, operation string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if operationAvailable(t, base, key, operation) {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "no worker advertised %s", operation)
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "a worker to advertise "+operation, func() bool { return operationAvailable(t, base, key, operation) })
 }
 
 // operationAvailable reads the availability GET /v1/operations shows for an operation.

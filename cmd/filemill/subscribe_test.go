@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/graph/graphtest"
 	"github.com/filemill/filemill/jobs/redistest"
 )
@@ -70,15 +72,10 @@ func TestSubscriptionSeesAJobRunByAnotherProcess(t *testing.T) {
 	start(t, dir, env, "worker")
 	var status int
 	var first map[string]any
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	eventually.True(t, "the worker to advertise inspect", func() bool {
 		status, first = apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": busy, "operation": "inspect"})
-		if status != 503 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the worker never advertised inspect: %v", first)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return status != 503
+	})
 	require.Equal(t, 202, status, "%v", first)
 	for {
 		_, j := apiGet(t, base+"/v1/jobs/"+first["id"].(string), key)
@@ -124,8 +121,7 @@ func TestSubscriptionSeesAJobRunByAnotherProcess(t *testing.T) {
 		}
 	}
 	modernFirst, legacyFirst := current(modernCh), current(legacyCh)
-	require.Eventually(t, func() bool { return bytes.Contains(nodeOut.Bytes(), []byte("queued")) }, time.Minute, 20*time.Millisecond,
-		"the graphql-ws client got nothing: %s", nodeErr.String())
+	eventually.True(t, fmt.Sprintf("the graphql-ws client got nothing: %s", nodeErr.String()), func() bool { return bytes.Contains(nodeOut.Bytes(), []byte("queued")) })
 
 	modernStates := append([]map[string]any{modernFirst.Data["jobUpdated"].(map[string]any)}, graphtest.Drain(t, modernCh, "jobUpdated")...)
 	legacyStates := append([]map[string]any{legacyFirst.Data["jobUpdated"].(map[string]any)}, graphtest.Drain(t, legacyCh, "jobUpdated")...)

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -70,11 +70,11 @@ func TestWebhooksAcrossProcesses(t *testing.T) {
 	status, f := apiPost(t, base+"/v1/files/"+up["file_id"].(string)+"/complete", key, nil)
 	require.Equal(t, 200, status, "%v", f)
 
-	require.Eventually(t, func() bool {
+	eventually.True(t, "the test event and file.ready were delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) >= 2
-	}, 30*time.Second, 10*time.Millisecond, "the test event and file.ready were delivered")
+	})
 	wh, err := standardwebhooks.NewWebhook(ep["secret"].(string))
 	require.NoError(t, err)
 	types := map[string]string{}

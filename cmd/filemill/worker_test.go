@@ -15,12 +15,12 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -107,46 +107,33 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	victim := start(t, dir, env, "worker")
 	var status2 int
 	var job map[string]any
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	eventually.True(t, "the worker to advertise inspect", func() bool {
 		status2, job = apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
-		if status2 != 503 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the worker never advertised inspect: %v", job)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return status2 != 503
+	})
 	require.Equal(t, 202, status2, "%v", job)
 	jobURL := base + "/v1/jobs/" + job["id"].(string)
 	scratch := filepath.Join(work, domain.WorkDirPrefix+job["id"].(string)+"-*")
 	// The job turns running when claimed, a moment before the attempt makes its scratch
 	// directory: the kill waits for the directory, so the attempt is surely under way.
-	for {
+	eventually.True(t, "the worker to begin the job", func() bool {
 		_, j := apiGet(t, jobURL, key)
 		dirs, err := filepath.Glob(scratch)
 		require.NoError(t, err)
-		if j["state"] == "running" && len(dirs) == 1 {
-			break
-		}
 		require.Contains(t, []any{"queued", "running"}, j["state"], "the job must still be running when the worker dies: %v", j)
-		require.True(t, time.Now().Before(deadline), "the worker never began the job")
-		time.Sleep(5 * time.Millisecond)
-	}
+		return j["state"] == "running" && len(dirs) == 1
+	})
 	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
 	_ = victim.cmd.Wait()
 	_, j := apiGet(t, jobURL, key)
 	require.Equal(t, "running", j["state"], "killed mid-job: %v", j)
 
 	start(t, dir, env, "worker")
-	deadline = time.Now().Add(4 * time.Minute) // the task returns after its lease runs out
-	for {
-		_, j = apiGet(t, jobURL, key)
-		if j["state"] != "running" {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the job never came back")
-		time.Sleep(250 * time.Millisecond)
-	}
+	// The task returns after its lease runs out.
+	j = eventually.Value(t, "the job to come back", func() (map[string]any, bool) {
+		_, j := apiGet(t, jobURL, key)
+		return j, j["state"] != "running"
+	})
 	require.Equal(t, "succeeded", j["state"], "%v", j)
 	require.EqualValues(t, 2, j["attempts"])
 	require.EqualValues(t, 1, j["credits_charged"])
@@ -160,10 +147,10 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	// The killed worker's scratch directory is left in FILEMILL_WORK_DIR (an hourly-old
 	// one is swept); the second worker removes its own once the outcome is recorded.
 	var left []string
-	require.Eventually(t, func() bool {
+	eventually.True(t, fmt.Sprintf("the killed attempt's only: %v", left), func() bool {
 		left, err = filepath.Glob(scratch)
 		return err == nil && len(left) == 1
-	}, 30*time.Second, 20*time.Millisecond, "the killed attempt's only: %v", left)
+	})
 }
 
 // TestAvailabilityFollowsWorkers: whether an operation can run is what live worker
@@ -200,28 +187,19 @@ func TestAvailabilityFollowsWorkers(t *testing.T) {
 	require.Equal(t, "processing_unavailable", refused["error"].(map[string]any)["code"])
 
 	worker := start(t, dir, append(env, "FILEMILL_ENGINES=inspect"), "worker")
-	deadline := time.Now().Add(60 * time.Second)
-	for !inspectAvailable() {
-		require.True(t, time.Now().Before(deadline), "the worker never advertised inspect")
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "the worker to advertise inspect", inspectAvailable)
 	status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": file["id"], "operation": "inspect"})
 	require.Equal(t, 202, status, "%v", job)
-	for {
+	eventually.True(t, "the job to succeed", func() bool {
 		_, j := apiGet(t, base+"/v1/jobs/"+job["id"].(string), key)
 		if j["state"] == "succeeded" {
-			break
+			return true
 		}
 		require.Contains(t, []any{"queued", "running"}, j["state"], "%v", j)
-		require.True(t, time.Now().Before(deadline), "the job never finished")
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 
 	require.NoError(t, worker.cmd.Process.Signal(syscall.SIGTERM))
 	_ = worker.cmd.Wait()
-	deadline = time.Now().Add(10 * time.Second)
-	for inspectAvailable() {
-		require.True(t, time.Now().Before(deadline), "a stopped worker still counts")
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "a stopped worker to stop counting", func() bool { return !inspectAvailable() })
 }

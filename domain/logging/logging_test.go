@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/domain/logging"
 )
 
@@ -66,8 +67,7 @@ func TestRepeated(t *testing.T) {
 		}
 		return len(sink.all(t)), total
 	}
-	require.Eventually(t, func() bool { _, total := count(); return total == n }, 10*time.Second, 10*time.Millisecond,
-		"every occurrence is counted in a line by the end of its interval")
+	eventually.True(t, "every occurrence is counted in a line by the end of its interval", func() bool { _, total := count(); return total == n })
 	got, _ := count()
 	require.LessOrEqual(t, got, 2+int(elapsed/interval), "one line per interval, not one per occurrence")
 	last := sink.all(t)[got-1]

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
@@ -756,16 +757,7 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+var waitFor = eventually.True
 
 // bigDOCX is long enough that converting it takes LibreOffice many seconds (2000
 // pages: about 7 s on one core; 8000 about half a minute).

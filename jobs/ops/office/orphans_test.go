@@ -7,8 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/office"
 )
 
@@ -37,19 +37,8 @@ func TestKillOrphans(t *testing.T) {
 	}
 	defer live.Process.Kill()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for office.KillOrphans() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the orphan was never found")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for syscall.Kill(orphanPID, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the orphan is still running")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the orphan to be found", func() bool { return office.KillOrphans() > 0 })
+	eventually.True(t, "the orphan to stop", func() bool { return syscall.Kill(orphanPID, 0) != nil })
 	if err := live.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the live instance was killed: %v", err)
 	}

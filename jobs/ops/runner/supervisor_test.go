@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/runner"
 )
 
@@ -115,17 +116,8 @@ func echo(s *runner.Supervisor[*echoInstance], line string, timeout time.Duratio
 	return got, pid, err
 }
 
-// waitFor polls a condition with a generous bound (background restarts).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor waits for what background restarts make true.
+var waitFor = eventually.True
 
 func TestSupervisorStartsOnFirstUseAndReuses(t *testing.T) {
 	t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
 )
@@ -60,8 +61,7 @@ func TestDaemon(t *testing.T) {
 		first := d.PID()
 		require.Positive(t, first)
 		require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
-		require.Eventually(t, func() bool { return d.PID() != first && d.PID() != 0 }, 90*time.Second, 10*time.Millisecond,
-			"a new clamd")
+		eventually.True(t, "a new clamd", func() bool { return d.PID() != first && d.PID() != 0 })
 		ready(t, d)
 		v, _ := scanBytes(t, e, "eicar.com", "", []byte(clamdtest.EICAR))
 		require.Equal(t, scan.Malicious, v)
@@ -99,7 +99,7 @@ func TestDaemonWithoutSignatures(t *testing.T) {
 	require.Equal(t, domain.CodeDependencyUnavailable, domain.ErrorCode(err), "%v", err)
 
 	require.NoError(t, clamdtest.WriteDatabase(db))
-	require.Eventually(t, func() bool { return d.PID() != 0 }, 90*time.Second, 10*time.Millisecond, "clamd started once the signatures came")
+	eventually.True(t, "clamd started once the signatures came", func() bool { return d.PID() != 0 })
 	ready(t, d)
 	require.NoError(t, e.Check(context.Background()))
 }
