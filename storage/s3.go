@@ -103,9 +103,37 @@ func parsePublicURL(raw string) (host string, secure bool, err error) {
 
 // S3 stores blobs in one bucket of an S3-compatible store.
 type S3 struct {
-	core   *minio.Core   // server-side calls
-	signer *minio.Client // mints client URLs; the public endpoint when one is set
+	core   s3API    // server-side calls
+	signer s3Signer // mints client URLs; the public endpoint when one is set
 	bucket string
+}
+
+// s3API is every call the store makes to S3, and no more: a test wraps it to fail any one
+// of them and see what the store does then.
+type s3API interface {
+	BucketExists(ctx context.Context, bucket string) (bool, error)
+	StatObject(ctx context.Context, bucket, key string, opts minio.StatObjectOptions) (minio.ObjectInfo, error)
+	GetObject(ctx context.Context, bucket, key string, opts minio.GetObjectOptions) (io.ReadCloser, minio.ObjectInfo, http.Header, error)
+	// PutObject is minio-go's high-level put: parts for a body of unknown size.
+	PutObject(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (minio.UploadInfo, error)
+	RemoveObject(ctx context.Context, bucket, key string, opts minio.RemoveObjectOptions) error
+	NewMultipartUpload(ctx context.Context, bucket, key string, opts minio.PutObjectOptions) (string, error)
+	ListObjectParts(ctx context.Context, bucket, key, uploadID string, partNumberMarker, maxParts int) (minio.ListObjectPartsResult, error)
+	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []minio.CompletePart, opts minio.PutObjectOptions) (minio.UploadInfo, error)
+	AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error
+}
+
+// s3Signer mints the URLs clients use; it makes no request.
+type s3Signer interface {
+	PresignHeader(ctx context.Context, method, bucket, key string, expires time.Duration, params url.Values, header http.Header) (*url.URL, error)
+	PresignedGetObject(ctx context.Context, bucket, key string, expires time.Duration, params url.Values) (*url.URL, error)
+}
+
+// minioAPI is s3API on minio-go: Core's calls, with the Client's PutObject.
+type minioAPI struct{ *minio.Core }
+
+func (m minioAPI) PutObject(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (minio.UploadInfo, error) {
+	return m.Core.Client.PutObject(ctx, bucket, key, r, size, opts)
 }
 
 var (
@@ -139,7 +167,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 endpoint %s: %w", cfg.Endpoint, err)
 	}
-	s := &S3{core: core, signer: core.Client, bucket: cfg.Bucket}
+	s := &S3{core: minioAPI{core}, signer: core.Client, bucket: cfg.Bucket}
 	if cfg.PublicURL != "" {
 		host, secure, _ := parsePublicURL(cfg.PublicURL)
 		if s.signer, err = minio.New(host, opts(secure)); err != nil {
@@ -295,7 +323,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 		exact = &exactReader{r: r, left: size}
 		r = exact
 	}
-	if _, err := s.core.Client.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
+	if _, err := s.core.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
 		return s3Err("put", key, err)
 	}
 	if exact != nil && exact.longer() {
