@@ -138,11 +138,23 @@ type JobTransition struct {
 
 // Store is the metadata store. Find methods return ErrNotFound for a missing row.
 // Every method works inside or outside a transaction: InTx hands fn a Store bound to
-// one transaction, and nested InTx calls join it.
+// one transaction, and nested InTx calls join it. It is the sum of one port per aggregate
+// below, so a reader (and a test) sees what a service needs.
 type Store interface {
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error
 
+	TenantStore
+	CreditStore
+	IdempotencyStore
+	EventStore
+	WebhookStore
+	FileStore
+	JobStore
+}
+
+// TenantStore holds organizations, their projects and API keys.
+type TenantStore interface {
 	CreateOrganization(ctx context.Context, org *Organization) error
 	FindOrganizationByID(ctx context.Context, id string) (*Organization, error)
 	FindOrganizationByName(ctx context.Context, name string) (*Organization, error)
@@ -162,7 +174,10 @@ type Store interface {
 	FindAPIKeys(ctx context.Context, f APIKeyFilter) ([]*APIKey, error)
 	// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+}
 
+// CreditStore holds the credit accounts, their ledger, admission and usage sums.
+type CreditStore interface {
 	// FindCreditAccountID returns the id of the account of (org, env), creating an empty
 	// one if needed.
 	FindCreditAccountID(ctx context.Context, orgID string, env Environment) (string, error)
@@ -186,6 +201,20 @@ type Store interface {
 	// and running jobs hold reserved: what its spend limit counts.
 	SumKeySpend(ctx context.Context, apiKeyID string, since time.Time) (int64, error)
 
+	// SumProjectCredits returns what a project's queued and running jobs of one
+	// environment hold reserved now, and what it was charged on an account since a moment.
+	SumProjectCredits(ctx context.Context, accountID, projectID string, env Environment, since time.Time) (reserved, used int64, err error)
+	// SumStoredFiles returns the bytes of a project's stored files (ready or rejected)
+	// and their artifacts in one environment, and how many such files there are.
+	SumStoredFiles(ctx context.Context, projectID string, env Environment) (bytes int64, files int, err error)
+	// AddEgress counts bytes served from a project in the calendar month of at.
+	AddEgress(ctx context.Context, orgID, projectID string, env Environment, at time.Time, n int64) error
+	// SumEgress returns the bytes served from a project in the calendar month of at.
+	SumEgress(ctx context.Context, projectID string, env Environment, at time.Time) (int64, error)
+}
+
+// IdempotencyStore holds the stored answers of idempotent requests.
+type IdempotencyStore interface {
 	// ClaimIdempotencyKey inserts rec as in progress. When a record with the same
 	// (organization, environment, project, endpoint, API key, key) exists, it returns that record, with its answer when
 	// it has one, and inserts nothing — unless the record expired by rec.CreatedAt, or is
@@ -200,7 +229,10 @@ type Store interface {
 	// ReleaseIdempotencyKey deletes an in-progress record (after a 5xx), so it can be retried.
 	ReleaseIdempotencyKey(ctx context.Context, id string) error
 	DeleteExpiredIdempotencyKeys(ctx context.Context, now time.Time) (int, error)
+}
 
+// EventStore holds events and the outbox that relays them.
+type EventStore interface {
 	CreateEvent(ctx context.Context, e *Event) error
 	FindEventByID(ctx context.Context, id string) (*Event, error)
 	// FindEventsByFile returns the events that concern one file, its jobs' included,
@@ -219,7 +251,10 @@ type Store interface {
 	// DeleteEventsBefore deletes up to limit relayed events created before a moment,
 	// with their deliveries and attempts, and returns how many events went.
 	DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error)
+}
 
+// WebhookStore holds webhook endpoints and their deliveries.
+type WebhookStore interface {
 	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error
 	// FindWebhookEndpointByID returns an endpoint not deleted.
 	FindWebhookEndpointByID(ctx context.Context, id string) (*WebhookEndpoint, error)
@@ -261,7 +296,10 @@ type Store interface {
 	FinishDelivery(ctx context.Context, id, status, reason string, at time.Time) error
 	// ReopenDelivery makes a delivery pending again, due at at.
 	ReopenDelivery(ctx context.Context, id string, at time.Time) error
+}
 
+// FileStore holds files, their upload sessions and artifacts.
+type FileStore interface {
 	CreateUpload(ctx context.Context, u *Upload) error
 	// OpenUpload writes a new file, its upload session and the upload.opened event as
 	// one atomic write.
@@ -294,7 +332,10 @@ type Store interface {
 	// FindArtifacts returns one page of a job's artifacts, oldest first after
 	// f.StartingAfter, and whether more follow.
 	FindArtifacts(ctx context.Context, f ArtifactFilter) ([]*Artifact, bool, error)
+}
 
+// JobStore holds jobs and batches.
+type JobStore interface {
 	CreateJob(ctx context.Context, j *Job) error
 	FindJobByID(ctx context.Context, id string) (*Job, error)
 	FindJobs(ctx context.Context, f JobFilter) ([]*Job, bool, error)
@@ -314,17 +355,6 @@ type Store interface {
 	RenewJobLease(ctx context.Context, id string, attempts int, until time.Time) (bool, error)
 
 	FindBatchByID(ctx context.Context, id string) (*Batch, error)
-
-	// SumProjectCredits returns what a project's queued and running jobs of one
-	// environment hold reserved now, and what it was charged on an account since a moment.
-	SumProjectCredits(ctx context.Context, accountID, projectID string, env Environment, since time.Time) (reserved, used int64, err error)
-	// SumStoredFiles returns the bytes of a project's stored files (ready or rejected)
-	// and their artifacts in one environment, and how many such files there are.
-	SumStoredFiles(ctx context.Context, projectID string, env Environment) (bytes int64, files int, err error)
-	// AddEgress counts bytes served from a project in the calendar month of at.
-	AddEgress(ctx context.Context, orgID, projectID string, env Environment, at time.Time, n int64) error
-	// SumEgress returns the bytes served from a project in the calendar month of at.
-	SumEgress(ctx context.Context, projectID string, env Environment, at time.Time) (int64, error)
 }
 
 // RateDecision is the outcome of one rate-limit check.
