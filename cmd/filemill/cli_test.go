@@ -191,6 +191,7 @@ func TestClientCLI(t *testing.T) {
 	t.Run("RunDocumentPresetOnADirectory", func(t *testing.T) { testRunDocuments(t, srv) })
 	t.Run("JSONIsWhatTheAPIAnswers", func(t *testing.T) { testJSON(t, srv) })
 	t.Run("ExitCodes", func(t *testing.T) { testExitCodes(t, srv) })
+	t.Run("ProgressBarsOnATerminalOnly", func(t *testing.T) { testProgress(t, srv) })
 	t.Run("WatchEachFileOnceAcrossRestarts", func(t *testing.T) { testWatch(t, srv) })
 	t.Run("WebhooksListenForwardsSigned", func(t *testing.T) { testListen(t, srv) })
 	t.Run("ReadmeCommands", func(t *testing.T) { testReadmeCommands(t, srv) })
@@ -434,6 +435,40 @@ func testExitCodes(t *testing.T, srv *cliServer) {
 		r := runFM(t, work, u.env, "", args...)
 		require.Equal(t, 2, r.code, "%v is a usage error\n%s", args, r.stderr)
 	}
+}
+
+func testProgress(t *testing.T, srv *cliServer) {
+	u := srv.newUser(t)
+	work := t.TempDir()
+	writeText(t, work, "a.txt", "progress")
+	writePNG(t, filepath.Join(work, "b.png"), 1)
+
+	// On a terminal (script gives the command one, sized as a window is): a bar per
+	// file, and the ids after them.
+	tty := func(args string) string {
+		t.Helper()
+		cmd := exec.Command("script", "-qec", "stty cols 120 rows 40; "+binary+" "+args, "/dev/null")
+		cmd.Dir, cmd.Env = work, u.env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	out := tty("upload a.txt b.png")
+	require.Regexp(t, `a\.txt\s+\[=+\]\s+[\d.]+ b / [\d.]+ b\s+done`, out, "a bar for a.txt")
+	require.Regexp(t, `b\.png\s+\[=+\]`, out, "a bar for b.png")
+	require.Regexp(t, `(?m)^file_\w+\ta\.txt\r?$`, out, "the results on lines of their own")
+	require.Regexp(t, `(?m)^file_\w+\tb\.png\r?$`, out)
+	out = tty("upload a.txt --quiet")
+	require.NotContains(t, out, "[=", "--quiet draws nothing")
+	require.Regexp(t, `(?m)^file_\w+\ta\.txt\r?$`, out)
+
+	// Piped: a plain line per file, or nothing with --quiet.
+	r := u.run(t, work, "upload", "a.txt")
+	require.NotContains(t, r.stderr, "\x1b[")
+	require.Contains(t, r.stderr, "uploaded a.txt")
+	r = u.run(t, work, "upload", "a.txt", "-q")
+	require.Empty(t, r.stderr)
+	require.Len(t, lines(r.stdout), 1)
 }
 
 // lineProc is a filemill process whose output is read line by line as it comes.

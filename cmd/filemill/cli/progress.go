@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 
 // progressUI shows how uploads and jobs go, on standard error: a bar for each on a
 // terminal, a plain line for each step otherwise (a log, a CI job), nothing with
-// --quiet. Results go to standard output; while bars are drawn on the same terminal
-// they are printed above the bars, so neither garbles the other.
+// --quiet. Results go to standard output. While bars are drawn, the lines for the
+// terminal (results when standard output is the terminal too, notes) are held and
+// printed once the bars are done, so neither garbles the other and none is lost with
+// the bars.
 type progressUI struct {
 	stderr io.Writer
 	stdout io.Writer
@@ -24,6 +27,9 @@ type progressUI struct {
 	quiet  bool
 	mu     sync.Mutex // one line at a time
 	all    []*mpb.Bar // every bar made, ended by wait if nothing else did
+	// heldOut and heldErr are the lines held while bars are drawn.
+	heldOut, heldErr bytes.Buffer
+	holdOut          bool
 }
 
 func newProgressUI(c *cobra.Command, g *globals) *progressUI {
@@ -31,9 +37,7 @@ func newProgressUI(c *cobra.Command, g *globals) *progressUI {
 	if !g.quiet && isTerminal(u.stderr) {
 		u.bars = mpb.NewWithContext(c.Context(), mpb.WithOutput(u.stderr), mpb.WithWidth(30),
 			mpb.WithRefreshRate(150*time.Millisecond))
-		if isTerminal(u.stdout) {
-			u.stdout = u.bars
-		}
+		u.holdOut = isTerminal(u.stdout)
 	}
 	return u
 }
@@ -45,15 +49,19 @@ func newLineUI(c *cobra.Command, g *globals) *progressUI {
 
 // result writes a line of results (standard output).
 func (u *progressUI) result(format string, args ...any) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	fmt.Fprintf(u.stdout, format+"\n", args...)
+	_ = u.resultWriter(func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, format+"\n", args...)
+		return err
+	})
 }
 
 // resultWriter writes results through f, one call at a time.
 func (u *progressUI) resultWriter(f func(w io.Writer) error) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.holdOut {
+		return f(&u.heldOut)
+	}
 	return f(u.stdout)
 }
 
@@ -65,7 +73,7 @@ func (u *progressUI) note(format string, args ...any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.bars != nil {
-		fmt.Fprintf(u.bars, format+"\n", args...)
+		fmt.Fprintf(&u.heldErr, format+"\n", args...)
 		return
 	}
 	fmt.Fprintf(u.stderr, format+"\n", args...)
@@ -88,6 +96,13 @@ func (u *progressUI) wait() {
 	}
 	u.mu.Unlock()
 	u.bars.Wait()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.bars, u.holdOut = nil, false
+	_, _ = u.stderr.Write(u.heldErr.Bytes())
+	_, _ = u.stdout.Write(u.heldOut.Bytes())
+	u.heldErr.Reset()
+	u.heldOut.Reset()
 }
 
 // add keeps a bar for wait.

@@ -39,8 +39,8 @@ func (f *uploadFlags) register(c *cobra.Command, recursive bool) {
 	c.Flags().StringVar(&f.project, "project", "", "the project the files go to (default: the key's)")
 	c.Flags().BoolVar(&f.resume, "resume", false, "continue the multipart uploads of these files that an earlier run left unfinished, sending only their missing parts")
 	c.Flags().IntVarP(&f.concurrency, "concurrency", "c", 4, "files handled at once")
-	c.Flags().Int64Var(&f.threshold, "multipart-threshold", client.DefaultMultipartThreshold, "size from which a file goes up in parallel parts (resumable), bytes")
-	_ = c.Flags().MarkHidden("multipart-threshold")
+	c.Flags().Int64Var(&f.threshold, "multipart-threshold", client.DefaultMultipartThreshold,
+		"size in bytes from which a file goes up in parallel parts, resumable with --resume; below it, in one PUT (faster to local storage, which assembles parts by copying them)")
 }
 
 func (f *uploadFlags) check(c *cobra.Command) (*api.ValidationPolicy, error) {
