@@ -100,6 +100,10 @@ func idempotencyKey(ctx context.Context) string {
 	return NewIdempotencyKey()
 }
 
+// Decode reads the answer of a call made through API(): a 2xx answer's JSON into T
+// (json.RawMessage keeps it as the API wrote it), any other answer into an *APIError.
+func Decode[T any](resp *http.Response, err error) (*T, error) { return decode[T](resp, err) }
+
 // decode turns an answer into T, or a non-2xx answer into an *APIError.
 func decode[T any](resp *http.Response, err error) (*T, error) {
 	if err != nil {

@@ -15,8 +15,15 @@ type page[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// pages walks a list page by page: fetch gets the page after cursor (nil for the
-// first). Items come one by one; an error ends the walk after being yielded once.
+// Pages walks a list page by page for a list this package does not wrap, or to keep
+// the items as the API wrote them (T json.RawMessage): fetch gets the page after cursor
+// (nil for the first) through API(). Items come one by one; an error (an *APIError for
+// an error answer) ends the walk after being yielded once.
+func Pages[T any](fetch func(cursor *string) (*http.Response, error)) iter.Seq2[T, error] {
+	return pages[T](fetch)
+}
+
+// pages is Pages.
 func pages[T any](fetch func(cursor *string) (*http.Response, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var cursor *string
@@ -85,6 +92,14 @@ func (c *Client) WebhookDeliveries(ctx context.Context, endpointID string, param
 func (c *Client) Events(ctx context.Context, params *api.ListEventsParams) iter.Seq2[api.Event, error] {
 	return pages[api.Event](func(cursor *string) (*http.Response, error) {
 		return c.api.ListEvents(ctx, paramsAfter(params, cursor, func(p *api.ListEventsParams, s *string) { p.StartingAfter = s }))
+	})
+}
+
+// JobArtifacts iterates over every artifact of a job, in the order the job made them
+// (a job shows its first ten; artifact_count says how many there are).
+func (c *Client) JobArtifacts(ctx context.Context, jobID string) iter.Seq2[api.Artifact, error] {
+	return pages[api.Artifact](func(cursor *string) (*http.Response, error) {
+		return c.api.ListJobArtifacts(ctx, jobID, &api.ListJobArtifactsParams{StartingAfter: cursor})
 	})
 }
 

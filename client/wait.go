@@ -126,6 +126,36 @@ type wsMessage struct {
 // job was seen terminal; an error means the socket could not serve (refused upgrade,
 // broken connection, a GraphQL error), and the caller polls instead.
 func (c *Client) subscribeJob(ctx context.Context, jobID string, r *reporter) (done bool, err error) {
+	err = c.subscribe(ctx, jobUpdatedQuery, map[string]any{"id": jobID}, func(data json.RawMessage) (bool, error) {
+		var p struct {
+			JobUpdated *struct {
+				State    string `json:"state"`
+				Progress int    `json:"progress"`
+			} `json:"jobUpdated"`
+		}
+		if err := json.Unmarshal(data, &p); err != nil {
+			return false, err
+		}
+		if p.JobUpdated == nil {
+			return false, errors.New("subscription: no jobUpdated in " + string(data))
+		}
+		// GraphQL spells the states as REST does.
+		state := api.JobState(p.JobUpdated.State)
+		r.report(JobProgress{State: state, Progress: p.JobUpdated.Progress})
+		done = terminal(state)
+		return done, nil
+	})
+	return done, err
+}
+
+// errSubscriptionEnded is a subscription the server completed.
+var errSubscriptionEnded = errors.New("subscription: the server ended it")
+
+// subscribe runs a GraphQL subscription over a websocket (graphql-transport-ws) and
+// hands each result's data to next until next answers stop (then it answers nil), next
+// fails, the socket breaks, the server ends the subscription (errSubscriptionEnded)
+// or ctx is done.
+func (c *Client) subscribe(ctx context.Context, query string, variables map[string]any, next func(data json.RawMessage) (stop bool, err error)) error {
 	wsURL := "ws" + strings.TrimPrefix(c.baseURL, "http") + "/graphql"
 	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 10 * time.Second,
 		Subprotocols: []string{"graphql-transport-ws"}}
@@ -136,9 +166,9 @@ func (c *Client) subscribeJob(ctx context.Context, jobID string, r *reporter) (d
 	conn, resp, err := dialer.DialContext(ctx, wsURL, header)
 	if err != nil {
 		if resp != nil {
-			return false, fmt.Errorf("websocket refused: %s", resp.Status)
+			return fmt.Errorf("websocket refused: %s", resp.Status)
 		}
-		return false, fmt.Errorf("websocket: %w", err)
+		return fmt.Errorf("websocket: %w", err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -153,10 +183,10 @@ func (c *Client) subscribeJob(ctx context.Context, jobID string, r *reporter) (d
 	}
 	auth, _ := json.Marshal(map[string]string{"authorization": "Bearer " + c.apiKey})
 	if err := send(wsMessage{Type: "connection_init", Payload: auth}); err != nil {
-		return false, err
+		return err
 	}
 	// The client pings: a socket silent for three pings is dead (a proxy that dropped
-	// it without a word), and polling takes over.
+	// it without a word), and the caller learns it.
 	pingDone := make(chan struct{})
 	defer close(pingDone)
 	go func() {
@@ -178,51 +208,50 @@ func (c *Client) subscribeJob(ctx context.Context, jobID string, r *reporter) (d
 		_ = conn.SetReadDeadline(time.Now().Add(3 * c.wait.ping))
 		var m wsMessage
 		if err := conn.ReadJSON(&m); err != nil {
-			return false, fmt.Errorf("websocket: %w", err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("websocket: %w", err)
 		}
 		switch m.Type {
 		case "connection_ack":
 			if subscribed {
 				continue
 			}
-			vars, _ := json.Marshal(map[string]any{"query": jobUpdatedQuery, "variables": map[string]string{"id": jobID}})
+			vars, _ := json.Marshal(map[string]any{"query": query, "variables": variables})
 			if err := send(wsMessage{ID: "1", Type: "subscribe", Payload: vars}); err != nil {
-				return false, err
+				return err
 			}
 			subscribed = true
 		case "ping":
 			if err := send(wsMessage{Type: "pong", Payload: m.Payload}); err != nil {
-				return false, err
+				return err
 			}
 		case "next":
 			var p struct {
-				Data struct {
-					JobUpdated *struct {
-						State    string `json:"state"`
-						Progress int    `json:"progress"`
-					} `json:"jobUpdated"`
-				} `json:"data"`
+				Data   json.RawMessage   `json:"data"`
 				Errors []json.RawMessage `json:"errors"`
 			}
 			if err := json.Unmarshal(m.Payload, &p); err != nil {
-				return false, err
+				return err
 			}
-			if len(p.Errors) > 0 || p.Data.JobUpdated == nil {
-				return false, errors.New("subscription: " + string(m.Payload))
+			if len(p.Errors) > 0 || len(p.Data) == 0 || string(p.Data) == "null" {
+				return errors.New("subscription: " + string(m.Payload))
 			}
-			// GraphQL spells the states as REST does.
-			state := api.JobState(p.Data.JobUpdated.State)
-			r.report(JobProgress{State: state, Progress: p.Data.JobUpdated.Progress})
-			if terminal(state) {
+			done, err := next(p.Data)
+			if err != nil {
+				return err
+			}
+			if done {
 				_ = send(wsMessage{ID: "1", Type: "complete"})
 				_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
 					time.Now().Add(time.Second))
-				return true, nil
+				return nil
 			}
 		case "error":
-			return false, errors.New("subscription: " + string(m.Payload))
+			return errors.New("subscription: " + string(m.Payload))
 		case "complete":
-			return false, errors.New("subscription ended before the job did")
+			return errSubscriptionEnded
 		}
 	}
 }

@@ -64,3 +64,24 @@ func TestVerifyAgainstTheReferenceSigner(t *testing.T) {
 		require.ErrorIs(t, err, webhook.ErrMissingHeaders)
 	})
 }
+
+// Headers signs as the reference library does, so a receiver using either verifies
+// what a local forwarder sends.
+func TestHeadersMatchTheReferenceSigner(t *testing.T) {
+	t.Parallel()
+	secret := webhook.NewSecret()
+	ref, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	body := []byte(`{"id":"evt_1","object":"event","type":"file.ready","created_at":"2026-11-27T10:00:00Z","data":{"object":{}}}`)
+	now := time.Now()
+	h, err := webhook.Headers(secret, "evt_1", now, body)
+	require.NoError(t, err)
+	want, err := ref.Sign("evt_1", now, body)
+	require.NoError(t, err)
+	require.Equal(t, want, h.Get("webhook-signature"))
+	require.NoError(t, ref.Verify(body, h))
+	_, err = webhook.Verify([]string{secret}, h, body)
+	require.NoError(t, err)
+	_, err = webhook.Verify([]string{webhook.NewSecret()}, h, body)
+	require.ErrorIs(t, err, webhook.ErrSignature, "another secret does not verify")
+}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/netip"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/filemill/filemill/cmd/filemill/listener"
 	"github.com/filemill/filemill/domain"
@@ -155,7 +156,7 @@ func (rc *rawConfig) settings() []setting {
 }
 
 // registerConfigFlags adds the configuration flags to fs; call loadConfig after Parse.
-func registerConfigFlags(fs *flag.FlagSet) *rawConfig {
+func registerConfigFlags(fs *pflag.FlagSet) *rawConfig {
 	rc := &rawConfig{}
 	for _, s := range rc.settings() {
 		fs.StringVar(s.target, s.flag, "", s.help+" ["+s.env+"]")

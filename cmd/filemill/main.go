@@ -1,65 +1,101 @@
-// Command filemill is the file processing service: one binary for the API, the storage
-// host, the workers, migrations and operator commands.
+// Command filemill is the file processing service and its client: one binary for the
+// API, the storage host, the workers, migrations and operator commands, and for the
+// command-line client of a deployment (package cli, on the Go SDK).
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/filemill/filemill/cmd/filemill/cli"
 )
-
-const usage = `filemill — a self-hostable file processing service
-
-Usage:
-  filemill serve      API, storage host and workers in one process (the embedded default)
-  filemill api        the API (and local storage host) only
-  filemill worker     workers only
-  filemill migrate    apply database migrations
-  filemill admin …    operator commands (bootstrap, keys, credits, org, projects)
-
-Every command takes the configuration flags (see 'filemill serve -h'); each flag has a
-FILEMILL_* environment variable.
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "filemill:", err)
-		os.Exit(1)
-	}
+	os.Exit(execute(ctx, os.Args[1:]))
 }
 
-type usageError string
+// usageError is a command line that cannot be run as given: exit code 2.
+type usageError = cli.UsageError
 
-func (u usageError) Error() string { return string(u) }
+// execute runs the command line and answers the exit code (see cli.ExitCode).
+func execute(ctx context.Context, args []string) int {
+	root := newRoot()
+	root.SetArgs(goStyleFlags(root, args))
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	return cli.ReportError(os.Stderr, err)
+}
 
-func run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usageError(usage)
+const rootLong = `filemill — a self-hostable file processing service, and its command-line client.
+
+Run a deployment with serve (or api and worker apart), operate it with admin; use one
+with login, then upload, run, watch, download and the listing commands.
+
+The server commands take the configuration flags (see 'filemill serve -h'); each flag
+has a FILEMILL_* environment variable.`
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "filemill",
+		Short: "a self-hostable file processing service",
+		Long:  rootLong,
+		// Errors are printed once, by execute, with their exit code.
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	switch args[0] {
-	case "serve":
-		return runServer(ctx, args[1:], roleAPI|roleWorker)
-	case "api":
-		return runServer(ctx, args[1:], roleAPI)
-	case "worker":
-		return runServer(ctx, args[1:], roleWorker)
-	case "migrate":
-		return runMigrate(ctx, args[1:])
-	case "admin":
-		return runAdmin(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-		return nil
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError(fmt.Sprintf("%v\nRun '%s --help' for usage.", err, c.CommandPath()))
+	})
+	root.AddGroup(&cobra.Group{ID: "server", Title: "Run and operate a deployment:"},
+		&cobra.Group{ID: "client", Title: "Use a deployment:"})
+	for _, c := range []*cobra.Command{
+		serverCommand("serve", "API, storage host and workers in one process (the embedded default)", roleAPI|roleWorker),
+		serverCommand("api", "the API (and local storage host) only", roleAPI),
+		serverCommand("worker", "workers only", roleWorker),
+		migrateCommand(),
+		adminCommand(),
+	} {
+		c.GroupID = "server"
+		root.AddCommand(c)
 	}
-	return usageError("unknown command " + args[0] + "\n\n" + usage)
+	for _, c := range cli.Commands() {
+		c.GroupID = "client"
+		root.AddCommand(c)
+	}
+	cli.Groups(root)
+	return root
+}
+
+// goFlag is a long flag written with one dash, as Go's flag package accepted before
+// the commands moved to cobra (filemill serve -data-dir x).
+var goFlag = regexp.MustCompile(`^-([a-z][a-z0-9-]+)(=.*)?$`)
+
+// goStyleFlags rewrites the command's long flags given with one dash to two, so the
+// command lines that worked before keep working; a shorthand group (-qo) is left as it is.
+func goStyleFlags(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if m := goFlag.FindStringSubmatch(a); m != nil && cmd.Flags().Lookup(m[1]) != nil {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
 
@@ -244,22 +244,43 @@ func (a *app) close() {
 	}
 }
 
-// parseConfig reads a command's flags, which are the configuration settings, and loads
-// the configuration.
-func parseConfig(name string, args []string) (*Config, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	rc := registerConfigFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, usageError(err.Error())
+// serverCommand is serve, api or worker: the configuration flags, and the parts of the
+// service the roles name.
+func serverCommand(name, short string, roles role) *cobra.Command {
+	cmd := &cobra.Command{Use: name, Short: short, Args: noArgs}
+	rc := registerConfigFlags(cmd.Flags())
+	cmd.RunE = func(c *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(rc)
+		if err != nil {
+			return err
+		}
+		return runServer(c.Context(), cfg, roles)
 	}
-	return loadConfig(rc)
+	return cmd
 }
 
-func runServer(ctx context.Context, args []string, roles role) error {
-	cfg, err := parseConfig("serve", args)
-	if err != nil {
-		return err
+func migrateCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "migrate", Short: "apply database migrations (also done on start)", Args: noArgs}
+	rc := registerConfigFlags(cmd.Flags())
+	cmd.RunE = func(c *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(rc)
+		if err != nil {
+			return err
+		}
+		return runMigrate(c.Context(), cfg)
 	}
+	return cmd
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError(fmt.Sprintf("%s takes no arguments (got %q)\nRun '%s --help' for usage.", c.CommandPath(), args[0], c.CommandPath()))
+	}
+	return nil
+}
+
+func runServer(ctx context.Context, cfg *Config, roles role) error {
 	a, err := openApp(ctx, cfg, roles)
 	if err != nil {
 		return err
@@ -470,11 +491,7 @@ func bootstrapJSON(b *domain.Bootstrap) map[string]string {
 		"api_key": b.LiveSecret, "test_api_key": b.TestSecret}
 }
 
-func runMigrate(ctx context.Context, args []string) error {
-	cfg, err := parseConfig("migrate", args)
-	if err != nil {
-		return err
-	}
+func runMigrate(ctx context.Context, cfg *Config) error {
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
