@@ -116,7 +116,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	}
 	prober := probe.New(probe.DefaultConfig())
 	deps := domain.Deps{Store: s.store, Blobs: s.local, Queue: queue,
-		Registry: s.registry, Engines: s.engines, Pages: prober, Verifier: prober,
+		Registry: s.registry, Engines: s.engines, Pages: prober, Scratch: storage.TempScratch{}, Verifier: prober,
 		Limiter: ratelimit.New(s.rdb), Log: discardLogger()}
 	if o.hooks != nil {
 		h := o.hooks(s)

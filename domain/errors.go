@@ -2,12 +2,10 @@ package domain
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"syscall"
 )
 
 // Error codes of the /v1 contract (interface.md section 7). The REST door maps each to
@@ -184,26 +182,18 @@ var (
 )
 
 // IsUnreachable reports whether err says a server could not be reached or went away
-// mid-call: marked ErrUnavailable, or a network error, a refused or reset connection, a
-// connection the driver found broken. It reads the error only; it does not ask the
-// server.
+// mid-call: marked ErrUnavailable (as db/ and storage/ mark what their drivers report),
+// or a network error (a system call's error number, a refused or reset connection among
+// them, is one too). It reads the error only; it does not ask the server.
 func IsUnreachable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE, syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &ne)
 }
 
 // UnavailableError marks a failure to reach a dependency deep in the package that speaks

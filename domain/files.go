@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -24,6 +22,8 @@ type Files struct {
 	Pages  PageCounter // nil: pages are not counted
 	// Scanner scans uploads whose policy asks for it; nil: such uploads are refused.
 	Scanner UploadScanner
+	// Scratch holds the local copy those two read; nil: neither runs.
+	Scratch Scratch
 }
 
 // writeEvent writes one outbox row in tx about a file (subjectID), which puts it in the
@@ -329,23 +329,19 @@ const maxCountedBytes = 1 << 30
 // an estimate); a scan that cannot run fails completion with dependency_unavailable, and
 // the session stays open for the completion to be tried again.
 func (s *Files) inspectLocally(ctx context.Context, u *Upload, f *File, m *measurement) ([]Finding, error) {
-	count := s.Pages != nil && s.Pages.Counts(m.format) && m.size <= maxCountedBytes
+	count := s.Pages != nil && s.Scratch != nil && s.Pages.Counts(m.format) && m.size <= maxCountedBytes
 	scan := u.Validation != nil && u.Validation.Scan
 	if !count && !scan {
 		return nil, nil
 	}
-	if scan && s.Scanner == nil {
+	if scan && (s.Scanner == nil || s.Scratch == nil) {
 		return nil, &Error{Code: CodeProcessingUnavailable, RetryAfter: 30, Message: "malware scanning is not available on this deployment"}
 	}
-	dir, err := os.MkdirTemp("", "filemill-complete-*")
+	path, remove, err := s.copyLocal(ctx, u.StorageKey)
 	if err != nil {
-		return nil, Unavailable("the server has no room to check the file now; complete it again shortly", err)
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "file")
-	if err := s.copyLocal(ctx, u.StorageKey, path); err != nil {
 		return nil, err
 	}
+	defer remove()
 	if count {
 		if n, err := s.Pages.CountPages(ctx, path, m.format); err == nil {
 			f.Pages = n
@@ -387,25 +383,18 @@ func (s *Files) checkScanner(ctx context.Context) error {
 	return nil
 }
 
-// copyLocal copies a stored object to path.
-func (s *Files) copyLocal(ctx context.Context, key, path string) error {
+// copyLocal copies a stored object into the scratch space.
+func (s *Files) copyLocal(ctx context.Context, key string) (string, func(), error) {
 	rc, err := s.Blobs.Get(ctx, key)
 	if err != nil {
-		return Unavailable("the file could not be read from storage; complete it again shortly", err)
+		return "", nil, Unavailable("the file could not be read from storage; complete it again shortly", err)
 	}
 	defer rc.Close()
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	path, remove, err := s.Scratch.Copy(ctx, rc)
 	if err != nil {
-		return Unavailable("the server has no room to check the file now; complete it again shortly", err)
+		return "", nil, Unavailable("the server has no room to check the file now; complete it again shortly", err)
 	}
-	if _, err := io.CopyBuffer(out, rc, make([]byte, 1<<20)); err != nil {
-		out.Close()
-		return Unavailable("the server has no room to check the file now; complete it again shortly", err)
-	}
-	if err := out.Close(); err != nil {
-		return Unavailable("the server has no room to check the file now; complete it again shortly", err)
-	}
-	return nil
+	return path, remove, nil
 }
 
 // DeleteFile deletes a file and its artifacts, bytes included; later calls answer 404.

@@ -405,6 +405,14 @@ type Blobs interface {
 	Ping(ctx context.Context) error
 }
 
+// Scratch makes private local copies of stored bytes for the checks that read a file by
+// its path (page counting, malware scanning at completion), so the domain itself touches
+// no file system.
+type Scratch interface {
+	// Copy writes r to a new private file and returns its path and what removes it.
+	Copy(ctx context.Context, r io.Reader) (path string, remove func(), err error)
+}
+
 // ErrNoBytes reports an upload completed before any bytes were put into it.
 var ErrNoBytes = errors.New("no bytes have been uploaded")
 

@@ -149,8 +149,11 @@ type Deps struct {
 	// Directory tells which families live workers run; nil: only this process's Engines.
 	Directory EngineDirectory
 	Pages     PageCounter
-	Verifier  OutputVerifier
-	Scanner   UploadScanner // scans uploads whose policy asks (validation.scan)
+	// Scratch holds the local copies completion checks read; nil: pages are not counted
+	// at completion and uploads asking for a scan are refused.
+	Scratch  Scratch
+	Verifier OutputVerifier
+	Scanner  UploadScanner // scans uploads whose policy asks (validation.scan)
 	// Guard vets webhook endpoint URLs; nil checks their shape only.
 	Guard         *netguard.Guard
 	Bus           EventBus
@@ -190,7 +193,7 @@ func NewServices(cfg Config, d Deps) *Services {
 	}
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
 		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus}
-	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner, Scratch: d.Scratch}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
 	metered := ok && m.MetersEgress()

@@ -137,7 +137,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	maps.Copy(engines, o.engines)
 	prober := probe.New(probe.DefaultConfig())
 	deps := domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
-		Registry: reg, Engines: engines, Pages: prober, Verifier: prober, Scanner: o.scanner, Guard: o.guard,
+		Registry: reg, Engines: engines, Pages: prober, Scratch: storage.TempScratch{}, Verifier: prober, Scanner: o.scanner, Guard: o.guard,
 		Limiter: ratelimit.New(rdb), Log: o.log}
 	var bus *jobs.LocalBus
 	var hooks *jobs.WebhookQueue

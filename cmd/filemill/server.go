@@ -195,7 +195,7 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	a.sender = jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard})
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
 		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
-		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Verifier: prober, Scanner: scanner,
+		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Scratch: storage.TempScratch{}, Verifier: prober, Scanner: scanner,
 		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender,
 		Limiter: ratelimit.New(a.redis), Log: a.log})
 	return a, nil
