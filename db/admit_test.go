@@ -118,7 +118,7 @@ func TestAdmitJobs(t *testing.T) {
 				got, err := s.FindJobByID(ctx, j.ID)
 				require.NoError(t, err)
 				require.Equal(t, batch.ID, got.BatchID)
-				evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID)
+				evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID, 0)
 				require.NoError(t, err)
 				require.Len(t, evs, 1)
 			}
@@ -158,7 +158,7 @@ func TestAdmitJobs(t *testing.T) {
 			for _, j := range a.Jobs {
 				_, err := s.FindJobByID(ctx, j.ID)
 				require.ErrorIs(t, err, domain.ErrNotFound, "no job of a refused admission")
-				evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID)
+				evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID, 0)
 				require.NoError(t, err)
 				require.Empty(t, evs)
 			}

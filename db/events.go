@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,14 +73,23 @@ func (s *Store) FindEventByID(ctx context.Context, id string) (*domain.Event, er
 	})
 }
 
-// FindEventsByFile returns an organization's events concerning one file, oldest first.
-func (s *Store) FindEventsByFile(ctx context.Context, orgID, fileID string) ([]*domain.Event, error) {
+// FindEventsByFile returns an organization's events concerning one file, oldest first:
+// the latest ones only when latest is above 0.
+func (s *Store) FindEventsByFile(ctx context.Context, orgID, fileID string, latest int) ([]*domain.Event, error) {
 	if fileID == "" {
 		return []*domain.Event{}, nil
 	}
-	return findAll[domain.Event](ctx, s.r(), "events of "+fileID, func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("organization_id = ?", orgID).Where("file_id = ?", fileID).Where("file_id <> ''").Order("id")
+	evs, err := findAll[domain.Event](ctx, s.r(), "events of "+fileID, func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("organization_id = ?", orgID).Where("file_id = ?", fileID).Where("file_id <> ''")
+		if latest > 0 {
+			return q.Order("id DESC").Limit(int64(latest))
+		}
+		return q.Order("id")
 	})
+	if err == nil && latest > 0 {
+		slices.Reverse(evs)
+	}
+	return evs, err
 }
 
 // FindEvents returns one page of the scope's events of the given types created since

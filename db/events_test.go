@@ -38,14 +38,18 @@ func TestEvents(t *testing.T) {
 		all := []*domain.Event{ready, queued, other, running, foreign}
 
 		t.Run("ByFile", func(t *testing.T) {
-			got, err := s.FindEventsByFile(ctx, tn.org.ID, file)
+			got, err := s.FindEventsByFile(ctx, tn.org.ID, file, 0)
 			require.NoError(t, err)
 			require.Len(t, got, 3)
 			for i, want := range []*domain.Event{ready, queued, running} {
 				requireJSONField(t, want.Data, &got[i].Data)
 				require.Equal(t, want, got[i])
 			}
-			got, err = s.FindEventsByFile(ctx, tn.org.ID, "file_none")
+			// The latest two, still oldest first.
+			latest, err := s.FindEventsByFile(ctx, tn.org.ID, file, 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{queued.ID, running.ID}, ids(latest, eventID))
+			got, err = s.FindEventsByFile(ctx, tn.org.ID, "file_none", 0)
 			require.NoError(t, err)
 			require.NotNil(t, got)
 			require.Empty(t, got)

@@ -136,13 +136,21 @@ func (s *Store) FindFilesByIDs(ctx context.Context, ids []string) ([]*domain.Fil
 	})
 }
 
-// FindArtifactsByFiles returns the artifacts of these files in creation order.
-func (s *Store) FindArtifactsByFiles(ctx context.Context, fileIDs []string) ([]*domain.Artifact, error) {
+// FindArtifactsByFiles returns the first perFile artifacts of each of these files (all
+// of them when perFile is 0), in creation order.
+func (s *Store) FindArtifactsByFiles(ctx context.Context, fileIDs []string, perFile int) ([]*domain.Artifact, error) {
 	if len(fileIDs) == 0 {
 		return nil, nil
 	}
 	return findAll[domain.Artifact](ctx, s.r(), "artifacts of files", func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("file_id IN (?)", bun.In(fileIDs)).Order("id")
+		if perFile <= 0 {
+			return q.Where("file_id IN (?)", bun.In(fileIDs)).Order("id")
+		}
+		// Ranked within each file, so a file of many artifacts costs its first few rows.
+		ranked := s.r().NewSelect().Model((*domain.Artifact)(nil)).ColumnExpr("*").
+			ColumnExpr("row_number() OVER (PARTITION BY file_id ORDER BY id) AS preview_rank").
+			Where("file_id IN (?)", bun.In(fileIDs))
+		return q.ModelTableExpr("(?) AS artifact", ranked).Where("preview_rank <= ?", perFile).Order("id")
 	})
 }
 

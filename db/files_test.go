@@ -307,7 +307,7 @@ func TestReadsOfMany(t *testing.T) {
 		}
 		a1, a2, a3 := mk(f1.ID, j1), mk(f1.ID, j2), mk(f3.ID, j2)
 		mk(domain.NewID(domain.PrefixFile), domain.NewID(domain.PrefixJob))
-		byFiles, err := s.FindArtifactsByFiles(ctx, []string{f1.ID, f3.ID})
+		byFiles, err := s.FindArtifactsByFiles(ctx, []string{f1.ID, f3.ID}, 0)
 		require.NoError(t, err)
 		require.Equal(t, []string{a1.ID, a2.ID, a3.ID}, ids(byFiles, artifactID))
 		byJobs, err := s.FindArtifactsByJobs(ctx, []string{j2, "job_none"}, 0)
@@ -322,6 +322,10 @@ func TestReadsOfMany(t *testing.T) {
 		first, err := s.FindArtifactsByJobs(ctx, []string{j1, j2}, 2)
 		require.NoError(t, err)
 		require.Equal(t, []*domain.Artifact{a1, a2, a3, a4}, first)
+		// And of each file.
+		firstOfFiles, err := s.FindArtifactsByFiles(ctx, []string{f1.ID, f3.ID}, 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{a1.ID, a2.ID, a3.ID}, ids(firstOfFiles, artifactID))
 
 		// A job's artifacts a page at a time, oldest first, within the organization.
 		page, more, err := s.FindArtifacts(ctx, domain.ArtifactFilter{OrganizationID: tn.org.ID, JobID: j1, Page: domain.Page{Limit: 2}})

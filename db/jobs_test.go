@@ -117,7 +117,7 @@ func TestJobs(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, got.ArtifactCount, "the count is written with the artifacts")
 			require.Equal(t, j.Pricing, got.Pricing, "the pricing is kept as admitted")
-			evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID)
+			evs, err := s.FindEventsByFile(ctx, tn.org.ID, j.FileID, 0)
 			require.NoError(t, err)
 			require.Equal(t, []string{ev.ID}, ids(evs, eventID))
 			require.Equal(t, 4, countLedger(t, s, acct.ID))

@@ -405,7 +405,7 @@ func TestSQLiteSharedByProcesses(t *testing.T) {
 // SQLITE_BUSY when a deferred transaction must upgrade its lock.
 func writeRound(ctx context.Context, s *db.Store, accountID string) error {
 	return s.InTx(ctx, func(tx domain.Store) error {
-		if _, err := tx.FindEventsByFile(ctx, accountID, "file_x"); err != nil {
+		if _, err := tx.FindEventsByFile(ctx, accountID, "file_x", 0); err != nil {
 			return err
 		}
 		for _, kind := range []string{domain.LedgerGrant, domain.LedgerGrant, domain.LedgerReserve} {

@@ -34,8 +34,8 @@ const (
 	maxRetryAfter = 24 * time.Hour
 	// DeliveryAttemptsShown is how many of a delivery's latest attempts a list shows.
 	DeliveryAttemptsShown = 20
-	// responseSnippetBytes is how much of an answer's body an attempt keeps.
-	responseSnippetBytes = 1024
+	// ResponseSnippetBytes is how much of an answer's body an attempt keeps.
+	ResponseSnippetBytes = 1024
 )
 
 // WebhookRequest is one signed POST to an endpoint.
@@ -170,7 +170,7 @@ func (w *Webhooks) record(ctx context.Context, d *Delivery, ep *WebhookEndpoint,
 	now := w.Clock.Now()
 	n := t.Attempt + 1
 	a := &DeliveryAttempt{ID: NewID(PrefixDeliveryAttempt), DeliveryID: d.ID, Attempt: n, StatusCode: res.StatusCode,
-		DurationMS: int(res.Duration.Milliseconds()), ResponseSnippet: clipText(res.Snippet, responseSnippetBytes),
+		DurationMS: int(res.Duration.Milliseconds()), ResponseSnippet: clipText(res.Snippet, ResponseSnippetBytes),
 		Error: clipText(res.Err, 512), CreatedAt: now}
 	next := *d
 	next.Attempts, next.LastStatusCode, next.UpdatedAt = n, res.StatusCode, now

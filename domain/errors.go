@@ -66,6 +66,10 @@ const (
 	// CodeRequestTimeout: a request's body stopped arriving (the listeners' body rule);
 	// answered 408 by the listener, before any door. Not a code of section 7.
 	CodeRequestTimeout = "request_timeout"
+
+	// CodeResponseTooLarge: a GraphQL answer over the door's byte bound, replaced by
+	// this error. Not a code of section 7: REST answers have bounds of their own.
+	CodeResponseTooLarge = "response_too_large"
 )
 
 // Codes lists every code of the contract, for tests and the error table.

@@ -57,10 +57,7 @@ func (s *Files) findFile(ctx context.Context, p *Principal, id string) (*File, e
 
 // GetFile returns a file with its artifacts. Codes: not_found, environment_mismatch.
 func (s *Files) GetFile(ctx context.Context, p *Principal, id string) (*File, error) {
-	if err := p.RequireScope(ScopeFilesRead); err != nil {
-		return nil, err
-	}
-	f, err := s.findFile(ctx, p, id)
+	f, err := s.GetFileWithoutArtifacts(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +67,30 @@ func (s *Files) GetFile(ctx context.Context, p *Principal, id string) (*File, er
 	return f, nil
 }
 
-// ListFiles lists files newest first. Codes: invalid_request.
+// GetFileWithoutArtifacts is GetFile for a caller that reads a bounded number of the
+// artifacts itself (ArtifactsOfFiles): a file's artifacts grow with every job run on it.
+func (s *Files) GetFileWithoutArtifacts(ctx context.Context, p *Principal, id string) (*File, error) {
+	if err := p.RequireScope(ScopeFilesRead); err != nil {
+		return nil, err
+	}
+	return s.findFile(ctx, p, id)
+}
+
+// ListFiles lists files newest first, each with its artifacts. Codes: invalid_request.
 func (s *Files) ListFiles(ctx context.Context, p *Principal, projectID string, page Page) (List[*File], error) {
+	list, err := s.ListFilesWithoutArtifacts(ctx, p, projectID, page)
+	if err != nil {
+		return list, err
+	}
+	if err := s.loadFileArtifacts(ctx, p, list.Data); err != nil {
+		return List[*File]{}, err
+	}
+	return list, nil
+}
+
+// ListFilesWithoutArtifacts is ListFiles for a caller that reads a bounded number of
+// the artifacts itself. Codes: invalid_request.
+func (s *Files) ListFilesWithoutArtifacts(ctx context.Context, p *Principal, projectID string, page Page) (List[*File], error) {
 	if err := p.RequireScope(ScopeFilesRead); err != nil {
 		return List[*File]{}, err
 	}
@@ -96,9 +115,6 @@ func (s *Files) ListFiles(ctx context.Context, p *Principal, projectID string, p
 	}
 	data, more, err := s.Store.FindFiles(ctx, FileFilter{Scope: scope, Environment: p.Environment(), Page: page})
 	if err != nil {
-		return List[*File]{}, err
-	}
-	if err := s.loadFileArtifacts(ctx, p, data); err != nil {
 		return List[*File]{}, err
 	}
 	return List[*File]{Data: data, HasMore: more}, nil
@@ -458,6 +474,12 @@ func (s *Files) DeleteFile(ctx context.Context, p *Principal, id string) error {
 // History returns what happened to a file, oldest first, from the outbox.
 // Codes: not_found, environment_mismatch.
 func (s *Files) History(ctx context.Context, p *Principal, id string) ([]*Event, error) {
+	return s.RecentHistory(ctx, p, id, 0)
+}
+
+// RecentHistory is the latest entries of a file's history (all of them when latest is
+// 0), oldest first. Codes: those of History.
+func (s *Files) RecentHistory(ctx context.Context, p *Principal, id string, latest int) ([]*Event, error) {
 	if err := p.RequireScope(ScopeFilesRead); err != nil {
 		return nil, err
 	}
@@ -465,7 +487,7 @@ func (s *Files) History(ctx context.Context, p *Principal, id string) ([]*Event,
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.FindEventsByFile(ctx, f.OrganizationID, f.ID)
+	return s.Store.FindEventsByFile(ctx, f.OrganizationID, f.ID, latest)
 }
 
 // DownloadURL is a minted download link.

@@ -36,10 +36,11 @@ func (s *Files) FindFilesByIDs(ctx context.Context, p *Principal, ids []string) 
 	return out, nil
 }
 
-// ArtifactsOfFiles returns, by file id, the artifacts of files the caller has already
-// read through the key; artifacts of another organization are never returned.
-func (s *Files) ArtifactsOfFiles(ctx context.Context, p *Principal, fileIDs []string) (map[string][]*Artifact, error) {
-	arts, err := s.Store.FindArtifactsByFiles(ctx, fileIDs)
+// ArtifactsOfFiles returns, by file id, the first perFile artifacts (all of them when
+// perFile is 0) of files the caller has already read through the key; artifacts of
+// another organization are never returned.
+func (s *Files) ArtifactsOfFiles(ctx context.Context, p *Principal, fileIDs []string, perFile int) (map[string][]*Artifact, error) {
+	arts, err := s.Store.FindArtifactsByFiles(ctx, fileIDs, perFile)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (s *Files) loadFileArtifacts(ctx context.Context, p *Principal, files []*Fi
 	for i, f := range files {
 		ids[i] = f.ID
 	}
-	byFile, err := s.ArtifactsOfFiles(ctx, p, ids)
+	byFile, err := s.ArtifactsOfFiles(ctx, p, ids, 0)
 	if err != nil {
 		return err
 	}

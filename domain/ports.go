@@ -236,8 +236,8 @@ type EventStore interface {
 	CreateEvent(ctx context.Context, e *Event) error
 	FindEventByID(ctx context.Context, id string) (*Event, error)
 	// FindEventsByFile returns the events that concern one file, its jobs' included,
-	// oldest first.
-	FindEventsByFile(ctx context.Context, orgID, fileID string) ([]*Event, error)
+	// oldest first: the latest ones only when latest is above 0.
+	FindEventsByFile(ctx context.Context, orgID, fileID string, latest int) ([]*Event, error)
 	// FindEvents returns one page of the scope's events, newest first, and whether more
 	// follow.
 	FindEvents(ctx context.Context, f EventFilter) ([]*Event, bool, error)
@@ -323,9 +323,9 @@ type FileStore interface {
 	FindArtifactsByJob(ctx context.Context, jobID string) ([]*Artifact, error)
 	// FindFilesByIDs returns the files among ids, whatever their status, in one read.
 	FindFilesByIDs(ctx context.Context, ids []string) ([]*File, error)
-	// FindArtifactsByFiles returns the artifacts of these files in creation order, in
-	// one read.
-	FindArtifactsByFiles(ctx context.Context, fileIDs []string) ([]*Artifact, error)
+	// FindArtifactsByFiles returns the first perFile artifacts of each of these files
+	// (all when perFile is 0) in creation order, in one read.
+	FindArtifactsByFiles(ctx context.Context, fileIDs []string, perFile int) ([]*Artifact, error)
 	// FindArtifactsByJobs returns the first perJob artifacts of each of these jobs (all
 	// when perJob is 0) in creation order, in one read.
 	FindArtifactsByJobs(ctx context.Context, jobIDs []string, perJob int) ([]*Artifact, error)

@@ -73,6 +73,15 @@ type JobView struct {
 // GET /v1/jobs/{id}/artifacts, so a job's size does not grow with what it made.
 const ArtifactPreview = 10
 
+// FileArtifactPreview and FileHistoryPreview bound what GraphQL's File carries: its
+// first artifacts and its latest history entries. Both grow with every job run on the
+// file, and one GraphQL operation may ask for many files (a job's artifactsConnection
+// and GET /v1/files/{id}/history have them all).
+const (
+	FileArtifactPreview = 100
+	FileHistoryPreview  = 100
+)
+
 // View returns the job's representation, with at most ArtifactPreview artifacts.
 func (j *Job) View() JobView {
 	v := JobView{ID: j.ID, Object: "job", CreatedAt: j.CreatedAt, ProjectID: j.ProjectID, FileID: j.FileID,

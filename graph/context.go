@@ -9,7 +9,10 @@ import (
 
 type ctxKey int
 
-const ctxLoaders ctxKey = iota
+const (
+	ctxLoaders ctxKey = iota
+	ctxBudget
+)
 
 // principal returns who the request acts for. Every operation runs for one: the door
 // refuses a request without it before GraphQL sees it, and a websocket authenticates in

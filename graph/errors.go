@@ -42,6 +42,9 @@ var protocolCodes = map[string]bool{"PERSISTED_QUERY_NOT_FOUND": true, "PERSISTE
 // presentError is the one error presenter: every error of a response carries the REST
 // code in extensions.code, with param, details and the request id.
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	if b := budgetFrom(ctx); b != nil && b.over.Load() {
+		return nil // the answer is replaced by response_too_large: its errors go with it
+	}
 	gerr := graphql.DefaultErrorPresenter(ctx, err)
 	out := &gqlerror.Error{Message: gerr.Message, Path: gerr.Path, Locations: gerr.Locations, Rule: gerr.Rule}
 	derr := domain.AsError(err)

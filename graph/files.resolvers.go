@@ -36,7 +36,7 @@ func (r *fileResolver) Artifacts(ctx context.Context, obj *domain.FileView) ([]*
 
 // History is the resolver for the history field.
 func (r *fileResolver) History(ctx context.Context, obj *domain.FileView) ([]*domain.HistoryEntryView, error) {
-	events, err := r.svc.Files.History(ctx, principal(ctx), obj.ID)
+	events, err := r.svc.Files.RecentHistory(ctx, principal(ctx), obj.ID, domain.FileHistoryPreview)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -12,12 +11,12 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
-// operationLimits refuses an operation nested deeper or costing more than the limits,
-// before anything runs; the error names the limit. Introspection is exempt from the
-// depth limit: its standard query is deep by nature, and costs nothing.
+// operationLimits refuses, before anything runs, an operation nested deeper, writing
+// more aliases or costing more than the limits; the error names the limit.
+// Introspection counts like any field: it is the same work and the same bytes.
 type operationLimits struct {
-	maxDepth, maxComplexity int
-	es                      graphql.ExecutableSchema
+	maxDepth, maxComplexity, maxAliases int
+	costs                               *costModel
 }
 
 var _ interface {
@@ -27,75 +26,90 @@ var _ interface {
 
 func (l *operationLimits) ExtensionName() string { return "OperationLimits" }
 
-func (l *operationLimits) Validate(es graphql.ExecutableSchema) error {
-	l.es = es
-	return nil
-}
+func (l *operationLimits) Validate(graphql.ExecutableSchema) error { return nil }
 
-func (l *operationLimits) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+func (l *operationLimits) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
 	op := oc.Doc.Operations.ForName(oc.OperationName)
 	if op == nil {
 		return nil
 	}
-	if d := depth(op.SelectionSet, oc.Doc.Fragments, 0); d > l.maxDepth {
+	sh := (&shaper{frags: oc.Doc.Fragments, memo: map[string]shape{}}).set(op.SelectionSet)
+	if sh.deferred {
+		// Over HTTP only the first part of a deferred answer would ever be sent.
 		return requestError(&domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
-			Message: fmt.Sprintf("the query is %d levels deep; the depth limit is %d", d, l.maxDepth),
-			Details: map[string]any{"limit": "depth", "depth": d, "max_depth": l.maxDepth}})
+			Message: "@defer is not supported: ask for the fields in one operation"})
 	}
-	if c := complexity.Calculate(ctx, l.es, op, oc.Variables); c > l.maxComplexity {
+	if sh.depth > l.maxDepth {
 		return requestError(&domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
-			Message: fmt.Sprintf("the query's complexity is %d; the complexity limit is %d (a list counts its page size times its fields)", c, l.maxComplexity),
+			Message: fmt.Sprintf("the query is %d levels deep; the depth limit is %d", sh.depth, l.maxDepth),
+			Details: map[string]any{"limit": "depth", "depth": sh.depth, "max_depth": l.maxDepth}})
+	}
+	if sh.aliases > l.maxAliases {
+		return requestError(&domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
+			Message: fmt.Sprintf("the query writes %d aliases (fragments counted where they are spread); the alias limit is %d", sh.aliases, l.maxAliases),
+			Details: map[string]any{"limit": "aliases", "aliases": sh.aliases, "max_aliases": l.maxAliases}})
+	}
+	c, tooLong := l.costs.operationCost(op, oc.Doc.Fragments, oc.Variables)
+	if tooLong {
+		return requestError(&domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
+			Message: fmt.Sprintf("the query's complexity is over the limit of %d", l.maxComplexity),
+			Details: map[string]any{"limit": "complexity", "max_complexity": l.maxComplexity}})
+	}
+	if c > l.maxComplexity {
+		return requestError(&domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
+			Message: fmt.Sprintf("the query's complexity is %d; the complexity limit is %d (a list counts the most items it can hold, or its page size, times its fields; introspection counts the schema it describes)", c, l.maxComplexity),
 			Details: map[string]any{"limit": "complexity", "complexity": c, "max_complexity": l.maxComplexity}})
 	}
 	return nil
 }
 
-// depth is how deep a selection set nests, fragments included; a fragment spread
-// inside itself (refused by validation anyway) ends at the spread.
-func depth(set ast.SelectionSet, frags ast.FragmentDefinitionList, seen int) int {
-	if seen > 64 {
-		return seen
-	}
-	deepest := 0
-	for _, sel := range set {
-		var d int
-		switch s := sel.(type) {
-		case *ast.Field:
-			if len(s.Name) > 2 && s.Name[:2] == "__" {
-				continue // introspection
-			}
-			d = 1
-			if len(s.SelectionSet) > 0 {
-				d += depth(s.SelectionSet, frags, seen+1)
-			}
-		case *ast.InlineFragment:
-			d = depth(s.SelectionSet, frags, seen)
-		case *ast.FragmentSpread:
-			if f := frags.ForName(s.Name); f != nil {
-				d = depth(f.SelectionSet, frags, seen+1) // seen grows so a cycle ends
-			}
-		}
-		deepest = max(deepest, d)
-	}
-	return deepest
+// shape is what the limits read from a document alone: how deep a selection nests,
+// how many aliases it writes with its fragments spread out, whether it defers.
+type shape struct {
+	depth, aliases int
+	deferred       bool
 }
 
-// setComplexity weighs lists by their page size: a page of 100 jobs costs 100 times
-// what one job costs.
-func setComplexity(c *ComplexityRoot) {
-	page := func(first *int) int {
-		if first == nil || *first <= 0 {
-			return domain.DefaultPageSize
+// shaper measures selections, each fragment once however often it is spread.
+type shaper struct {
+	frags ast.FragmentDefinitionList
+	memo  map[string]shape
+}
+
+func (s *shaper) set(set ast.SelectionSet) shape {
+	var out shape
+	for _, sel := range set {
+		var d shape
+		switch x := sel.(type) {
+		case *ast.Field:
+			d = s.set(x.SelectionSet)
+			d.depth++
+			if x.Alias != "" && x.Alias != x.Name {
+				d.aliases = satAdd(d.aliases, 1)
+			}
+		case *ast.InlineFragment:
+			d = s.set(x.SelectionSet)
+			d.deferred = d.deferred || x.Directives.ForName("defer") != nil
+		case *ast.FragmentSpread:
+			d = s.fragment(x.Name)
+			d.deferred = d.deferred || x.Directives.ForName("defer") != nil
 		}
-		return *first
+		out.depth = max(out.depth, d.depth)
+		out.aliases = satAdd(out.aliases, d.aliases)
+		out.deferred = out.deferred || d.deferred
 	}
-	c.Query.Jobs = func(child int, _, _, _, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
-	c.Query.Files = func(child int, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
-	c.Query.WebhookEndpoints = func(child int, _ *string, first *int, _ *string) int { return 1 + page(first)*child }
-	// A file's history is a read of its own, and long-lived files have many entries.
-	c.File.History = func(child int) int { return 10 + 10*child }
-	c.File.Artifacts = func(child int) int { return 1 + 5*child }
-	c.Job.Artifacts = func(child int) int { return 1 + 5*child }
-	c.Job.ArtifactsConnection = func(child int, first *int, _ *string) int { return 1 + page(first)*child }
-	c.Batch.Items = func(child int) int { return 1 + domain.MaxBatchSize*child }
+	return out
+}
+
+func (s *shaper) fragment(name string) shape {
+	if m, ok := s.memo[name]; ok {
+		return m
+	}
+	s.memo[name] = shape{} // a cycle (refused by validation) ends here
+	var m shape
+	if f := s.frags.ForName(name); f != nil {
+		m = s.set(f.SelectionSet)
+	}
+	s.memo[name] = m
+	return m
 }

@@ -278,11 +278,11 @@ func (r *Resolver) subscribeJob(ctx context.Context, id string) (<-chan *domain.
 // subscribeFile: the file now, then each later status of it.
 func (r *Resolver) subscribeFile(ctx context.Context, id string) (<-chan *domain.FileView, error) {
 	p := principal(ctx)
-	if _, err := r.svc.Files.GetFile(ctx, p, id); err != nil {
+	if _, err := r.svc.Files.GetFileWithoutArtifacts(ctx, p, id); err != nil {
 		return nil, err
 	}
 	return stream(ctx, r, []string{id}, func(ctx context.Context) (*domain.FileView, error) {
-		f, err := r.svc.Files.GetFile(ctx, p, id)
+		f, err := r.svc.Files.GetFileWithoutArtifacts(ctx, p, id)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +297,7 @@ func (r *Resolver) subscribeFile(ctx context.Context, id string) (<-chan *domain
 		}
 		return ptr(&v), nil
 	}, func(ctx context.Context, cur *domain.FileView) (**domain.FileView, error) {
-		f, err := r.svc.Files.GetFile(ctx, p, id)
+		f, err := r.svc.Files.GetFileWithoutArtifacts(ctx, p, id)
 		if domain.ErrorCode(err) == domain.CodeNotFound {
 			// Deleted meanwhile, and the stream lost it: that is its end.
 			gone := *cur

@@ -36,7 +36,7 @@ func newLoaders(svc *domain.Services, p *domain.Principal) *loaders {
 			return inOrder(ids, m, err)
 		}, opts...),
 		fileArtifacts: dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([][]*domain.Artifact, []error) {
-			m, err := svc.Files.ArtifactsOfFiles(ctx, p, ids)
+			m, err := svc.Files.ArtifactsOfFiles(ctx, p, ids, domain.FileArtifactPreview)
 			return inOrder(ids, m, err)
 		}, opts...),
 		// Jobs are primed by the reads that list them (a batch's members); one not
@@ -80,13 +80,11 @@ func (l *loaders) primeJobs(jobs []*domain.Job, withArtifacts bool) {
 	}
 }
 
-// primeFiles remembers files read by a list, with their artifacts.
-func (l *loaders) primeFiles(files []*domain.File, withArtifacts bool) {
+// primeFiles remembers files read by a list; their artifacts are read by the loader,
+// a bounded number per file, when asked for.
+func (l *loaders) primeFiles(files []*domain.File) {
 	for _, f := range files {
 		l.files.Prime(f.ID, f)
-		if withArtifacts {
-			l.fileArtifacts.Prime(f.ID, f.Artifacts)
-		}
 	}
 }
 
@@ -119,7 +117,7 @@ func (l *loaders) prefetchFiles(ctx context.Context, svc *domain.Services, p *do
 		for id := range m {
 			found = append(found, id)
 		}
-		if arts, err = svc.Files.ArtifactsOfFiles(ctx, p, found); err != nil {
+		if arts, err = svc.Files.ArtifactsOfFiles(ctx, p, found, domain.FileArtifactPreview); err != nil {
 			return err
 		}
 	}

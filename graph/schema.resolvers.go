@@ -32,11 +32,11 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
 
 // File is the resolver for the file field.
 func (r *queryResolver) File(ctx context.Context, id string) (*domain.FileView, error) {
-	f, err := r.svc.Files.GetFile(ctx, principal(ctx), id)
+	f, err := r.svc.Files.GetFileWithoutArtifacts(ctx, principal(ctx), id)
 	if err != nil {
 		return nil, err
 	}
-	loadersFrom(ctx).primeFiles([]*domain.File{f}, true)
+	loadersFrom(ctx).primeFiles([]*domain.File{f})
 	return ptr(f.View()), nil
 }
 
@@ -46,11 +46,11 @@ func (r *queryResolver) Files(ctx context.Context, projectID *string, first *int
 	if err != nil {
 		return nil, err
 	}
-	list, err := r.svc.Files.ListFiles(ctx, principal(ctx), str(projectID), page)
+	list, err := r.svc.Files.ListFilesWithoutArtifacts(ctx, principal(ctx), str(projectID), page)
 	if err != nil {
 		return nil, pageError(err)
 	}
-	loadersFrom(ctx).primeFiles(list.Data, true)
+	loadersFrom(ctx).primeFiles(list.Data)
 	c := &model.FileConnection{PageInfo: pageInfo(list, func(f *domain.File) string { return f.ID })}
 	for _, f := range list.Data {
 		v := ptr(f.View())

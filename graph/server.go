@@ -25,9 +25,14 @@ import (
 // ServerConfig holds the settings of the GraphQL door (Config is gqlgen's, of the
 // executable schema).
 type ServerConfig struct {
-	// MaxDepth and MaxComplexity bound an operation before it runs.
+	// MaxDepth, MaxComplexity and MaxAliases bound an operation before it runs,
+	// introspection included (see cost.go for what a field costs).
 	MaxDepth      int
 	MaxComplexity int
+	MaxAliases    int
+	// MaxResponseBytes bounds one answer (a subscription's, each message): a larger one
+	// is replaced by a response_too_large error.
+	MaxResponseBytes int64
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
 	// RequestTimeout bounds a query or mutation.
@@ -57,7 +62,10 @@ type ServerConfig struct {
 
 // DefaultServerConfig returns the defaults.
 func DefaultServerConfig() ServerConfig {
-	return ServerConfig{MaxDepth: 12, MaxComplexity: 15000, MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
+	// 15 levels: graphql-js's standard introspection query (GraphiQL, codegen tools)
+	// is that deep; the schema's own types nest 8 at most.
+	return ServerConfig{MaxDepth: 15, MaxComplexity: 15000, MaxAliases: 100, MaxResponseBytes: 4 << 20,
+		MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
 		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second, Resync: 15 * time.Second,
 		MaxSubscriptionsPerConnection: 100, MaxSubscriptionsPerKey: 1000}
 }
@@ -69,6 +77,10 @@ func (c ServerConfig) Validate() error {
 		return errors.New("graph: MaxDepth must be at least 3")
 	case c.MaxComplexity < 100:
 		return errors.New("graph: MaxComplexity must be at least 100")
+	case c.MaxAliases < 0:
+		return errors.New("graph: MaxAliases must not be negative")
+	case c.MaxResponseBytes < 1024:
+		return errors.New("graph: MaxResponseBytes must be at least 1024")
 	case c.MaxBodyBytes < 1024:
 		return errors.New("graph: MaxBodyBytes must be at least 1024")
 	case c.KeepAlive < time.Second:
@@ -110,8 +122,8 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	s.authed = s.door.Authenticate(http.HandlerFunc(s.serveAuthenticated))
 	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
 	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live, resync: cfg.Resync}}
-	setComplexity(&ec.Complexity)
-	gql := handler.New(NewExecutableSchema(ec))
+	es := NewExecutableSchema(ec)
+	gql := handler.New(es)
 	gql.AddTransport(transport.Websocket{
 		Implementation:        newGorillaSockets(),
 		InitFunc:              s.initSocket,
@@ -125,7 +137,8 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.Use(extension.Introspection{})
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](max(cfg.PersistedQueries, 1))})
-	gql.Use(&operationLimits{maxDepth: cfg.MaxDepth, maxComplexity: cfg.MaxComplexity})
+	gql.Use(&operationLimits{maxDepth: cfg.MaxDepth, maxComplexity: cfg.MaxComplexity, maxAliases: cfg.MaxAliases,
+		costs: newCostModel(es.Schema(), svc.Jobs.Registry)})
 	gql.SetErrorPresenter(s.presentError)
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		door.Logger(ctx).Error("panic", "value", v, "stack", string(debug.Stack()))
@@ -147,7 +160,9 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 		}
 		return next(ctx)
 	})
+	gql.AroundResponses(s.boundResponse)
 	gql.AroundFields(markInternal)
+	gql.AroundFields(countBytes)
 	s.gql = gql
 	return s
 }

@@ -38,7 +38,7 @@ import (
 // bundle is both doors on one real server over real PostgreSQL and Redis, as the api
 // process serves them, with organization A (a live and a test key) and organization B.
 type bundle struct {
-	t     *testing.T
+	t     testing.TB
 	store *db.Store
 	svc   *domain.Services
 	bus   *jobs.LocalBus
@@ -58,7 +58,7 @@ type setupOpts struct {
 	worker bool // run a worker in-process
 }
 
-func setup(t *testing.T, opts ...setupOpts) *bundle {
+func setup(t testing.TB, opts ...setupOpts) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	store := dbtest.Open(t, dbtest.Postgres(t))
@@ -129,7 +129,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	return b
 }
 
-func newBlobs(t *testing.T) domain.Blobs {
+func newBlobs(t testing.TB) domain.Blobs {
 	t.Helper()
 	host := httptest.NewUnstartedServer(nil)
 	secret := make([]byte, 32)
@@ -249,7 +249,7 @@ var idemCounter atomic.Int64
 func idem() string { return fmt.Sprint("g-", idemCounter.Add(1), "-", time.Now().UnixNano()) }
 
 // put sends bytes to a pre-signed URL with the headers the session asked for.
-func put(t *testing.T, url string, headers map[string]any, body []byte) {
+func put(t testing.TB, url string, headers map[string]any, body []byte) {
 	t.Helper()
 	req, err := http.NewRequest("PUT", url, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -276,7 +276,7 @@ func (b *bundle) uploadREST(key, filename string, content []byte) map[string]any
 	return f
 }
 
-func pngBytes(t *testing.T, w, h int) []byte {
+func pngBytes(t testing.TB, w, h int) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for x := 0; x < w; x++ {
 		img.Set(x, x%h, color.RGBA{R: uint8(x), G: 100, B: 200, A: 255})

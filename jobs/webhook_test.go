@@ -770,7 +770,7 @@ func TestRelayConcurrentAdmissions(t *testing.T) {
 
 		var queued, cancelled []string
 		for _, id := range jobIDs {
-			evs, err := s.FindEventsByFile(ctx, e.boot.Organization.ID, filesOf(t, s, id))
+			evs, err := s.FindEventsByFile(ctx, e.boot.Organization.ID, filesOf(t, s, id), 0)
 			require.NoError(t, err)
 			require.Len(t, evs, 2, "job.queued and job.cancelled in the file's history")
 			require.Equal(t, id, evs[0].SubjectID, "a job event is about the job")

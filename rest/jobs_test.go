@@ -217,7 +217,7 @@ func TestJobStateTable(t *testing.T) {
 		after := b.account(b.orgA.Organization.ID)
 		require.Equal(t, before.Balance, after.Balance)
 		require.Equal(t, before.Reserved, after.Reserved)
-		events, err := b.store.FindEventsByFile(ctx, b.orgA.Organization.ID, pdf)
+		events, err := b.store.FindEventsByFile(ctx, b.orgA.Organization.ID, pdf, 0)
 		require.NoError(t, err)
 		require.Equal(t, domain.EventJobCancelled, events[len(events)-1].Type)
 	})

@@ -1,0 +1,55 @@
+package graph
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/filemill/filemill/domain"
+)
+
+// CostUnitBytes is how many bytes of answer a unit of cost stands for.
+const CostUnitBytes = costUnitBytes
+
+// Measure is what the limits see of an operation: its cost, depth and aliases.
+type Measure struct{ Cost, Depth, Aliases int }
+
+// Analyse validates query (its first operation, or the one named) against the schema
+// and measures it as the limits do, with reg as the catalog and vars as the variables
+// (JSON-like values, not checked against their definitions).
+func Analyse(reg *domain.Registry, query, operation string, vars map[string]any) (Measure, error) {
+	schema := NewExecutableSchema(Config{}).Schema()
+	doc, errs := gqlparser.LoadQueryWithRules(schema, query, nil)
+	if len(errs) > 0 {
+		return Measure{}, errs
+	}
+	op := doc.Operations.ForName(operation)
+	sh := (&shaper{frags: doc.Fragments, memo: map[string]shape{}}).set(op.SelectionSet)
+	c, _ := newCostModel(schema, reg).operationCost(op, doc.Fragments, vars)
+	return Measure{Cost: c, Depth: sh.depth, Aliases: sh.aliases}, nil
+}
+
+// UnboundedLists names the list fields of the schema (introspection aside) that the
+// cost model has no bound for: each would count as one item.
+func UnboundedLists(reg *domain.Registry) []string {
+	schema := NewExecutableSchema(Config{}).Schema()
+	m := newCostModel(schema, reg)
+	var out []string
+	for name, def := range schema.Types {
+		if strings.HasPrefix(name, "__") || def.Kind != ast.Object {
+			continue
+		}
+		for _, f := range def.Fields {
+			if f.Type.Elem == nil && !strings.HasSuffix(f.Type.Name(), "Connection") {
+				continue
+			}
+			if _, ok := m.lists[name+"."+f.Name]; !ok {
+				out = append(out, name+"."+f.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
