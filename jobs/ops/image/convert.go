@@ -54,6 +54,12 @@ func (c *conversion) run() (*domain.EngineOutput, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(src.hdr.Loader, "svgload") {
+		r := svgRender{width: g.thumbW, height: g.thumbH, scale: float64(g.thumbW) / float64(src.hdr.Width)}
+		if err := checkSVG(c.in.Path, r, c.e.cfg.SVG); err != nil {
+			return nil, err
+		}
+	}
 	fi := formats[c.opts.format()]
 
 	img, err := c.decode(src, g)
@@ -92,6 +98,7 @@ func (c *conversion) run() (*domain.EngineOutput, error) {
 	if c.opts.Effort != nil {
 		settings.effort = *c.opts.Effort
 	}
+	c.p.watch(img)
 	if err := save(img, path, settings); err != nil {
 		os.Remove(path)
 		return nil, c.undecodable(err)

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -42,6 +43,9 @@ type Config struct {
 	CacheMaxOperations int
 	CacheMaxMemory     int64
 	CacheMaxFiles      int
+	// SVG bounds what rendering an SVG may cost, read from the document before it is
+	// drawn.
+	SVG SVGLimits
 	// Logger receives libvips' own messages, which never reach clients.
 	Logger *slog.Logger
 }
@@ -97,6 +101,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.SVG = c.SVG.withDefaults()
 	return c
 }
 
@@ -135,6 +140,8 @@ func Specs() []domain.OperationSpec {
 		Options:      Options{},
 		InputFormats: []string{"jpg", "png", "webp", "avif", "heic", "heif", "gif", "tiff", "bmp", "svg", "pdf"},
 		Price:        domain.Price{Credits: 1, Per: "file"},
+		// A conversion takes seconds; one past this is an input built to be costly.
+		Timeout: 2 * time.Minute,
 	}}
 }
 
@@ -253,7 +260,7 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	defer runtime.UnlockOSThread()
 	defer threadDone()
 
-	p := &pipeline{}
+	p := newPipeline()
 	defer p.close()
 	stop := context.AfterFunc(ctx, p.kill)
 	defer stop()

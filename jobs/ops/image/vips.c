@@ -277,6 +277,41 @@ void fm_set_kill(VipsImage *im) {
 	vips_image_set_kill(im, TRUE);
 }
 
+// A stop flag, set from Go when the job's context ends and read on libvips' threads.
+int *fm_flag_new(void) {
+	return g_new0(int, 1);
+}
+
+void fm_flag_set(int *flag) {
+	__atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+}
+
+void fm_flag_free(int *flag) {
+	g_free(flag);
+}
+
+// libvips emits "eval" on an image watched for progress as each tile of a pipeline
+// reading it is computed, on the computing thread: the kill flag set here is seen by
+// the next tile's region request, and the evaluation ends with an error. It is set
+// again at every tile, since libvips clears it once it has been seen.
+static void fm_eval(VipsImage *im, VipsProgress *progress, int *flag) {
+	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+		vips_image_set_kill(im, TRUE);
+}
+
+// fm_watch has every evaluation that reads im (saving it, or anything downstream)
+// stop once *flag is set.
+void fm_watch(VipsImage *im, int *flag) {
+	vips_image_set_progress(im, TRUE);
+	g_signal_connect(im, "eval", G_CALLBACK(fm_eval), flag);
+}
+
+// fm_unwatch removes fm_watch's handler: the flag is freed with the pipeline, while
+// the image may live on (libvips' operation cache).
+void fm_unwatch(VipsImage *im, int *flag) {
+	g_signal_handlers_disconnect_matched(im, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, flag);
+}
+
 // fm_error returns and clears libvips' error buffer; the caller frees it.
 char *fm_error(void) {
 	char *s = vips_error_buffer_copy();

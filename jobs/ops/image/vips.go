@@ -95,11 +95,19 @@ func readHeaderFile(pathOpts string) (header, error) {
 }
 
 // pipeline owns the images of one conversion: it releases them all at the end, and
-// kills their evaluation when the job's context ends.
+// kills their evaluation when the job's context ends. libvips stops between tiles:
+// the kill is seen at the next tile any thread computes, so a conversion stops within
+// one tile's work of being killed.
 type pipeline struct {
-	mu     sync.Mutex
-	images []*C.VipsImage
-	killed bool
+	mu      sync.Mutex
+	images  []*C.VipsImage
+	watched []*C.VipsImage
+	killed  bool
+	flag    *C.int // read by libvips' threads: set once, freed by close
+}
+
+func newPipeline() *pipeline {
+	return &pipeline{flag: C.fm_flag_new()}
 }
 
 func (p *pipeline) keep(im *C.VipsImage) *C.VipsImage {
@@ -112,12 +120,23 @@ func (p *pipeline) keep(im *C.VipsImage) *C.VipsImage {
 	return im
 }
 
+// watch has every evaluation reading im stop once the pipeline is killed, from
+// libvips' own progress callback: the saver's images, made inside libvips from im,
+// are beyond keep's reach.
+func (p *pipeline) watch(im vimg) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	C.fm_watch(im, p.flag)
+	p.watched = append(p.watched, im)
+}
+
 // kill stops any evaluation running on the pipeline's images; the running libvips call
 // returns an error.
 func (p *pipeline) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.killed = true
+	C.fm_flag_set(p.flag)
 	for _, im := range p.images {
 		C.fm_set_kill(im)
 	}
@@ -126,10 +145,15 @@ func (p *pipeline) kill() {
 func (p *pipeline) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, im := range p.watched {
+		C.fm_unwatch(im, p.flag)
+	}
 	for _, im := range p.images {
 		C.g_object_unref(C.gpointer(im))
 	}
-	p.images = nil
+	p.images, p.watched = nil, nil
+	C.fm_flag_free(p.flag)
+	p.flag = nil
 }
 
 // vimg is an image of a pipeline.

@@ -57,6 +57,11 @@ int fm_verify(const char *path_opts, FmHeader *h);
 int fm_verify_webp(const void *data, size_t len, int *width, int *height);
 
 void fm_set_kill(VipsImage *im);
+int *fm_flag_new(void);
+void fm_flag_set(int *flag);
+void fm_flag_free(int *flag);
+void fm_watch(VipsImage *im, int *flag);
+void fm_unwatch(VipsImage *im, int *flag);
 char *fm_error(void);
 void fm_thread_done(void);
 int fm_get_int(VipsImage *im, const char *name, int *out);
