@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path"
 	"strings"
+	"time"
 )
 
 // Engine turns one input file into artifacts. Engines live in jobs/ops; they know
@@ -126,6 +127,9 @@ type OperationSpec struct {
 	// Hidden operations run only as steps of presets: they are not listed and cannot
 	// be requested on their own.
 	Hidden bool
+	// Timeout is the deadline of one attempt unless FILEMILL_OPERATION_TIMEOUTS says
+	// otherwise; zero takes FILEMILL_JOB_TIMEOUT.
+	Timeout time.Duration
 }
 
 // OutputStem is the stem engines name their outputs after: the file's name as uploaded,

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -444,19 +445,28 @@ func (s *Jobs) enqueue(ctx context.Context, j *Job) {
 	}
 }
 
-// task is what the queue needs to know of a job: its queue, and its deadline, the sum
-// of the deadlines of the operations it may run.
+// task is what the queue needs to know of a job: its queue, and how long an attempt
+// may hold its slot: the job's deadline, then twice the grace its engines get to stop
+// and the outcome to be recorded. The attempt keeps its own deadline (ProcessJob):
+// the queue's must not end first, or the queue would hand the slot on while the
+// engine still runs.
 func (s *Jobs) task(j *Job) JobTask {
-	t := JobTask{JobID: j.ID, Queue: j.Queue}
+	return JobTask{JobID: j.ID, Queue: j.Queue, Timeout: s.deadline(j) + 2*s.Config.StopGrace}
+}
+
+// deadline is how long one attempt of j may run: the sum of the deadlines of the
+// operations it may run.
+func (s *Jobs) deadline(j *Job) time.Duration {
+	var d time.Duration
 	if op := s.Registry.Find(j.Operation, j.Preset); op != nil {
 		for _, o := range op.operations() {
-			t.Timeout += s.Config.OperationTimeout(o.Name)
+			d += s.Config.OperationTimeout(o)
 		}
 	}
-	if t.Timeout == 0 {
-		t.Timeout = s.Config.OperationTimeout("")
+	if d == 0 {
+		d = s.Config.OperationTimeout(nil)
 	}
-	return t
+	return d
 }
 
 // CancelJob cancels a queued job and releases its credits. A job a worker has claimed
@@ -717,8 +727,13 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Source: first, Inputs: extra, WorkDir: work,
 			Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
-			if ctx.Err() != nil && AsError(err) == nil {
-				return arts, 0, &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
+			if errors.Is(context.Cause(ctx), errDeadline) {
+				// Whatever the engine said as it was stopped, the deadline is the cause.
+				return arts, 0, deadlineError()
+			}
+			if cause := context.Cause(ctx); cause != nil && AsError(err) == nil {
+				// Cut short from outside (a shutdown, a lost lease): not the job's fault.
+				return arts, 0, fmt.Errorf("%w: %w", cause, err)
 			}
 			return arts, 0, err
 		}
@@ -920,15 +935,30 @@ func (s *Jobs) FailJob(ctx context.Context, j *Job, cause error) error {
 // NonRetryable lists the codes that describe the input or the request, not the moment:
 // another attempt would fail the same way. It is the one table of them: a job's attempt
 // fails the job at once on these, and the worker's queue (jobs.Retryable) archives any
-// task that failed with one instead of retrying it.
+// task that failed with one instead of retrying it. A timeout is the input's own: an engine's run is deterministic, and a render past
+// its deadline once is past it again (an attempt cut short by a shutdown or a lost
+// lease is not a timeout: it ends with its context's error, which is retried).
 var NonRetryable = []string{CodeCorruptedFile, CodeEncryptedFile, CodeUnsupportedInput, CodeMalwareDetected,
 	CodeInvalidRequest, CodeUnsupportedOperation, CodeValidationFailed, CodePolicyViolation,
-	CodeOutputValidationFailed, CodeNotFound, CodePaymentRequired, CodeConflict, CodeUnsupportedFile, CodeFileTooLarge}
+	CodeOutputValidationFailed, CodeNotFound, CodePaymentRequired, CodeConflict, CodeUnsupportedFile, CodeFileTooLarge,
+	CodeTimeout}
 
-// Retryable reports whether a failure may succeed on another attempt (timeouts, a
-// crashed tool, an unavailable dependency, anything unexpected).
+// Retryable reports whether a failure may succeed on another attempt (a crashed tool,
+// an unavailable dependency, anything unexpected).
 func Retryable(err error) bool {
 	return !slices.Contains(NonRetryable, ErrorCode(err))
+}
+
+// errDeadline is the cause of an attempt's context ending at the job's deadline.
+var errDeadline = errors.New("the job ran past its deadline")
+
+// StuckEngine is an attempt whose engine did not stop within Config.StopGrace of
+// being told to: its work goes on in this process, beyond the job's control.
+type StuckEngine struct {
+	JobID     string
+	Operation string
+	// Since is how long ago the engine was told to stop.
+	Since time.Duration
 }
 
 // ProcessJob is the whole of one attempt: claim, run under a lease it keeps renewing,
@@ -936,6 +966,12 @@ func Retryable(err error) bool {
 // failure on an earlier attempt is returned for the queue to retry, with the job still
 // running. An attempt the store's absence cut short did not run the job: its error
 // wraps ErrNotRun, and it neither fails the job nor counts as one of its attempts.
+//
+// The attempt's own deadline (deadline) ends its context with errDeadline; its engine
+// is then told to stop and this waits for it to have stopped, so the caller's slot is
+// not handed on while the work goes on. An engine that has not stopped within
+// Config.StopGrace is reported to OnStuck; the job is failed with timeout at once,
+// and the wait goes on until the engine returns.
 func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) error {
 	j, f, err := s.claimJob(ctx, id, true)
 	if err != nil {
@@ -943,7 +979,9 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopLease := s.keepLease(runCtx, j, cancel)
+	// The lease is renewed until the engine has returned, whatever ends the run's
+	// context first: no other worker may take the job while its work goes on here.
+	stopLease := s.keepLease(context.WithoutCancel(ctx), j, cancel)
 	var arts []*Artifact
 	var cost int64
 	dir, runErr := newScratch(tmpRoot, j.ID)
@@ -951,7 +989,13 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 		// Removed once the outcome is recorded: removing a tree takes a while, and the
 		// job's result need not wait for it.
 		defer os.RemoveAll(dir)
-		arts, cost, runErr = s.runJob(runCtx, j, f, dir)
+		var stuck bool
+		arts, cost, runErr, stuck = s.runUntilStopped(runCtx, j, f, dir)
+		if stuck {
+			stopLease()
+			s.discardArtifacts(ctx, arts)
+			return nil
+		}
 	}
 	stopLease()
 	if errors.Is(context.Cause(runCtx), errLeaseLost) {
@@ -994,6 +1038,57 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 		return s.notRun(ctx, err)
 	}
 	return nil
+}
+
+// runUntilStopped runs j under its deadline and returns once its engine has returned.
+// When the engine is still running StopGrace after its context ended at the deadline,
+// the job is failed with timeout there and then, OnStuck is told, and stuck is true:
+// the outcome is recorded, and what is returned is what the engine left when it
+// finally stopped, to be thrown away.
+func (s *Jobs) runUntilStopped(ctx context.Context, j *Job, f *File, dir string) (arts []*Artifact, cost int64, err error, stuck bool) {
+	runCtx, cancel := context.WithTimeoutCause(ctx, s.deadline(j), errDeadline)
+	defer cancel()
+	type result struct {
+		arts []*Artifact
+		cost int64
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		arts, cost, err := s.runJob(runCtx, j, f, dir)
+		done <- result{arts, cost, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+		return r.arts, r.cost, r.err, false
+	case <-runCtx.Done():
+	}
+	told := time.Now()
+	grace := time.NewTimer(s.Config.StopGrace)
+	defer grace.Stop()
+	select {
+	case r = <-done:
+		return r.arts, r.cost, r.err, false
+	case <-grace.C:
+	}
+	if s.OnStuck != nil {
+		s.OnStuck(StuckEngine{JobID: j.ID, Operation: cmp.Or(j.Operation, j.Preset), Since: time.Since(told)})
+	}
+	if errors.Is(context.Cause(runCtx), errDeadline) {
+		// The outcome does not depend on the work still going on: record it now, so the
+		// client is not kept waiting for an engine that may never return.
+		_, _ = s.record(ctx, func(ctx context.Context) error { return s.FailJob(ctx, j, deadlineError()) })
+		r = <-done
+		return r.arts, r.cost, r.err, true
+	}
+	r = <-done
+	return r.arts, r.cost, r.err, false
+}
+
+// deadlineError is the failure of a job that ran past its deadline.
+func deadlineError() error {
+	return &Error{Code: CodeTimeout, Message: "the job ran past its deadline"}
 }
 
 // releaseLease ends j's lease as its attempt ends without an outcome, so the retry

@@ -24,6 +24,9 @@ type Jobs struct {
 	accounts  sync.Map // organization/environment -> credit account id
 	// Bus receives running jobs' progress; nil for none.
 	Bus EventBus
+	// OnStuck is told of an engine that did not stop within Config.StopGrace of its
+	// job's deadline: the worker takes itself out of service. nil: only the job fails.
+	OnStuck func(StuckEngine)
 }
 
 // liveEngines returns the engine families live workers run now. Codes:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Operation kinds.
@@ -29,8 +30,10 @@ type Operation struct {
 	FileIDsOption string
 	// Hidden operations run only as preset steps: not listed, not requested directly.
 	Hidden bool
-	Steps  []*Step // a preset's pipeline
-	codec  *optionsCodec
+	// Timeout is the operation's own deadline for one attempt; zero: the job timeout.
+	Timeout time.Duration
+	Steps   []*Step // a preset's pipeline
+	codec   *optionsCodec
 	// planFunc plans a run of an operation; nil: it reads its whole input.
 	planFunc PlanFunc
 }
@@ -123,7 +126,7 @@ func (r *Registry) AddOperations(specs ...OperationSpec) error {
 			}
 		}
 		op := &Operation{Name: s.Name, Kind: KindOperation, Description: s.Description, Engine: s.Engine, Price: s.Price,
-			InputFormats: s.InputFormats, FileIDsOption: s.FileIDsOption, Hidden: s.Hidden, codec: codec, planFunc: s.Plan}
+			InputFormats: s.InputFormats, FileIDsOption: s.FileIDsOption, Hidden: s.Hidden, Timeout: s.Timeout, codec: codec, planFunc: s.Plan}
 		r.ops[s.Name] = op
 		r.order = append(r.order, op)
 	}

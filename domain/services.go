@@ -36,9 +36,14 @@ type Config struct {
 	// another worker.
 	MaxJobClaims int
 	// JobTimeout bounds one attempt of an operation that has no timeout of its own in
-	// OperationTimeouts; a preset's attempt gets the sum of its steps'.
+	// OperationTimeouts and declares none (OperationSpec.Timeout); a preset's attempt
+	// gets the sum of its steps'.
 	JobTimeout        time.Duration
 	OperationTimeouts map[string]time.Duration
+	// StopGrace is how long an attempt past its deadline waits for its engine to stop
+	// before it records the timeout anyway and reports the engine stuck (Jobs.OnStuck):
+	// the attempt's slot stays taken until the engine has really stopped.
+	StopGrace time.Duration
 	// IdempotencyLease is how long a request's claim of its Idempotency-Key outlives its
 	// holder's last renewal (renewed five times per lease while the request runs): a
 	// retry takes over the claim of a request whose process died this long after it died.
@@ -48,10 +53,16 @@ type Config struct {
 	MaxArtifactsPerJob int
 }
 
-// OperationTimeout bounds one attempt of the named operation.
-func (c Config) OperationTimeout(name string) time.Duration {
-	if d, ok := c.OperationTimeouts[name]; ok && d > 0 {
-		return d
+// OperationTimeout bounds one attempt of op: FILEMILL_OPERATION_TIMEOUTS' word on it,
+// else the deadline op declares, else JobTimeout. A nil op takes JobTimeout.
+func (c Config) OperationTimeout(op *Operation) time.Duration {
+	if op != nil {
+		if d, ok := c.OperationTimeouts[op.Name]; ok && d > 0 {
+			return d
+		}
+		if op.Timeout > 0 {
+			return op.Timeout
+		}
 	}
 	if c.JobTimeout > 0 {
 		return c.JobTimeout
@@ -76,6 +87,7 @@ func DefaultConfig() Config {
 		JobLease:                30 * time.Second,
 		MaxJobClaims:            10,
 		JobTimeout:              10 * time.Minute,
+		StopGrace:               10 * time.Second,
 		MaxArtifactsPerJob:      1000,
 	}
 }
@@ -105,6 +117,8 @@ func (c Config) Validate() error {
 		return errors.New("MaxJobClaims must not be negative")
 	case c.JobTimeout < 0:
 		return errors.New("FILEMILL_JOB_TIMEOUT must not be negative")
+	case c.StopGrace < 0:
+		return errors.New("StopGrace must not be negative")
 	case c.MaxArtifactsPerJob < 1:
 		return errors.New("FILEMILL_MAX_ARTIFACTS_PER_JOB must be at least 1")
 	}

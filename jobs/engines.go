@@ -124,6 +124,9 @@ func (s *Server) AdvertiseEngines(engines map[string]domain.Engine) <-chan map[s
 		mu.Lock()
 		fields := make(map[string]any, len(passing))
 		for name, info := range passing {
+			if !s.inService() {
+				break // a worker out of service announces nothing: it takes no jobs
+			}
 			raw, err := json.Marshal(info)
 			if err != nil {
 				continue // plain fields always marshal

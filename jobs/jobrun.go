@@ -16,7 +16,13 @@ import (
 // RegisterTasks wires the job runner and the periodic sweeps into a worker server.
 // tmpDir holds each job's scratch directory (removed after the job). The sweeps run
 // on the sweep queue; the job sweep every ServerConfig.SweepInterval.
+//
+// An engine that does not stop at its job's deadline takes the worker out of service
+// (Server.TakeOutOfService).
 func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Logger) {
+	svc.Jobs.OnStuck = func(st domain.StuckEngine) {
+		w.TakeOutOfService(fmt.Sprintf("job %s: the %s engine did not stop %s after its deadline", st.JobID, st.Operation, st.Since.Round(time.Second)))
+	}
 	w.Handle(TypeJobRun, asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var p JobRunPayload
 		if err := json.Unmarshal(t.Payload(), &p); err != nil {

@@ -203,6 +203,10 @@ type Server struct {
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown sync.Once
+
+	retireOnce sync.Once
+	retired    chan struct{} // closed once the worker is out of service
+	retiredWhy string
 }
 
 // NewServer prepares a worker server; nothing runs until Start. A configuration error
@@ -213,7 +217,7 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, cfgErr: cfg.Validate(), log: logger, mux: asynq.NewServeMux(),
-		repeated: logging.NewRepeated(logger, cfg.LogRepeatInterval)}
+		repeated: logging.NewRepeated(logger, cfg.LogRepeatInterval), retired: make(chan struct{})}
 	s.rdb = newRedisClient(opt)
 	s.waker = newWaker()
 	s.rdb.AddHook(s.waker)
@@ -372,6 +376,46 @@ func (s *Server) Shutdown() {
 		}
 		_ = s.rdb.Close()
 	})
+}
+
+// TakeOutOfService is for work this process cannot stop (an engine call past its
+// deadline that did not return when told to stop, its thread beyond reach): the
+// worker stops taking tasks, stops announcing its engines, and closes Retired, on
+// which the process exits so that its supervisor (systemd, Kubernetes, a container's
+// restart policy) starts a fresh one. Tasks already running carry on until then. Only
+// the first call counts.
+func (s *Server) TakeOutOfService(reason string) {
+	s.retireOnce.Do(func() {
+		s.log.Error("worker out of service: restart it", "reason", reason)
+		s.mu.Lock()
+		s.retiredWhy = reason
+		s.mu.Unlock()
+		close(s.retired)
+		for _, p := range append([]*asynq.Server{s.srv}, s.pools...) {
+			go p.Stop() // Stop waits for the processor's loop; none of it may hold this up
+		}
+	})
+}
+
+// Retired is closed once the worker took itself out of service; RetiredReason says
+// why.
+func (s *Server) Retired() <-chan struct{} { return s.retired }
+
+// RetiredReason is the reason TakeOutOfService was given; "" while in service.
+func (s *Server) RetiredReason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retiredWhy
+}
+
+// inService reports whether the worker is still in service.
+func (s *Server) inService() bool {
+	select {
+	case <-s.retired:
+		return false
+	default:
+		return true
+	}
 }
 
 // onShutdown registers fn to run at Shutdown, after the last task.

@@ -253,7 +253,7 @@ func TestRetryable(t *testing.T) {
 		{"Nil", nil, false},
 		{"PlainError", errors.New("connection reset"), true},
 		{"DeadlineExceeded", context.DeadlineExceeded, true},
-		{"Timeout", domain.Errorf(domain.CodeTimeout, "took too long"), true},
+		{"Timeout", domain.Errorf(domain.CodeTimeout, "took too long"), false},
 		{"DependencyUnavailable", domain.Errorf(domain.CodeDependencyUnavailable, "s3 down"), true},
 		{"Internal", domain.Errorf(domain.CodeInternal, "bug"), true},
 		{"SkipRetry", fmt.Errorf("bad payload: %w", asynq.SkipRetry), false},

@@ -341,11 +341,18 @@ func runServer(ctx context.Context, cfg *Config, roles role) error {
 		}
 	}
 
+	var retired <-chan struct{} // stays nil without a worker
+	if worker != nil {
+		retired = worker.Retired()
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	case err = <-errc:
 		log.Error("server failed", "error", err.Error())
+	case <-retired:
+		// Work this process cannot stop runs on in it: only a new process is clean.
+		err = fmt.Errorf("worker out of service (%s); exiting for a fresh process to take over", worker.RetiredReason())
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/internal/pagerange"
@@ -51,6 +52,8 @@ func Specs() []domain.OperationSpec {
 		InputFormats: []string{"pdf"},
 		Price:        domain.Price{Credits: 1, Per: domain.PerPage},
 		Plan:         plan,
+		// Rendering is cheap per page; a run past this is an input built to be costly.
+		Timeout: 2 * time.Minute,
 	}}
 }
 
