@@ -92,6 +92,9 @@ type EngineArtifact struct {
 	// found it to be what was asked (format, size, pages): the platform then checks
 	// only that it is there and of its type, instead of decoding it again.
 	Verified bool
+	// MayBeEmpty says an empty file is a whole answer (the text of a document that has
+	// none), not a failed output.
+	MayBeEmpty bool
 }
 
 // OperationSpec is what an engine package declares for one operation it serves. The

@@ -300,8 +300,10 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 		return nil, err
 	}
 	return &domain.EngineOutput{Units: max(doc.Pages, 1), Artifacts: []domain.EngineArtifact{
-		{Name: MarkdownName, MIMEType: "text/markdown; charset=utf-8", Path: mdPath},
-		{Name: TextName, MIMEType: "text/plain; charset=utf-8", Path: txtPath},
+		// A document without text (blank pages, or scans recognition found nothing on)
+		// is read in full: its text is empty, and so are these.
+		{Name: MarkdownName, MIMEType: "text/markdown; charset=utf-8", Path: mdPath, MayBeEmpty: true},
+		{Name: TextName, MIMEType: "text/plain; charset=utf-8", Path: txtPath, MayBeEmpty: true},
 		{Name: ChunksName, MIMEType: "application/json", Path: chPath},
 	}}, nil
 }
