@@ -134,6 +134,9 @@ func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	if timeout <= 0 {
 		timeout = q.cfg.JobTimeout
 	}
+	// asynq keeps whole seconds, dropping the rest: rounded up, so that the queue never
+	// takes the slot back before the attempt's own deadline.
+	timeout = (timeout + time.Second - 1).Truncate(time.Second)
 	queue := q.queueOf(t)
 	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(t.JobID),
 		asynq.TaskID(t.JobID),

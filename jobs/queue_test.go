@@ -65,6 +65,16 @@ func TestQueue(t *testing.T) {
 			require.Error(t, err, "not on the default queue")
 		})
 
+		t.Run("DeadlineRoundedUpToTheSecond", func(t *testing.T) {
+			// The queue keeps whole seconds: a deadline cut down would end the slot's
+			// hold before the attempt's own deadline.
+			b := setup(t, open(t))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01SHORT", Timeout: 1500 * time.Millisecond}))
+			task, err := b.insp.GetTaskInfo(jobs.DefaultQueueName, "job_01SHORT")
+			require.NoError(t, err)
+			require.Equal(t, 2*time.Second, task.Timeout)
+		})
+
 		t.Run("Ping", func(t *testing.T) {
 			b := setup(t, open(t))
 			require.NoError(t, b.queue.Ping(ctx))
