@@ -212,3 +212,40 @@ func TestAIReadyPresetReadsAnOfficeDocument(t *testing.T) {
 		}
 	}
 }
+
+// A PDF without text is read in full: ai-ready succeeds with an empty document.md and
+// document.txt and no chunks, priced by its pages. A page that is a scan, on a worker
+// that cannot recognise text, is refused with unsupported_input saying so.
+func TestAIReadyOnAPDFWithoutText(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	blank := b.readyFile(b.liveA, "blank.pdf", []byte(minimalPDF))
+	r := b.createJob(b.liveA, map[string]any{"file_id": blank, "preset": "ai-ready"})
+	require.Equal(t, 202, r.status, string(r.body))
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j["error"])
+	require.EqualValues(t, 1, j["credits_charged"], "one page read")
+	got := map[string]string{}
+	for i, a := range j["artifacts"].([]any) {
+		got[a.(map[string]any)["name"].(string)] = string(b.artifactBody(b.liveA, j, i))
+	}
+	require.Equal(t, "", got["document.md"])
+	require.Equal(t, "", got["document.txt"])
+	var chunks struct{ Chunks []any }
+	require.NoError(t, json.Unmarshal([]byte(got["chunks.json"]), &chunks))
+	require.Empty(t, chunks.Chunks)
+
+	var w pdftest.Writer
+	img := w.AddJPEG(pdftest.JPEG(pdftest.Photo(300, 400, 1), 80), 300, 400)
+	scan := w.Document([]pdftest.Page{{Width: pdftest.LetterWidth, Height: pdftest.LetterHeight,
+		Content: "q 540 0 0 720 36 36 cm /Im1 Do Q\n", Images: map[string]int{"Im1": img}}})
+	file := b.readyFile(b.liveA, "scan.pdf", scan)
+	r = b.createJob(b.liveA, map[string]any{"file_id": file, "preset": "ai-ready"})
+	require.Equal(t, 202, r.status, string(r.body))
+	j = b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "failed", j["state"])
+	e := j["error"].(map[string]any)
+	require.Equal(t, domain.CodeUnsupportedInput, e["code"])
+	require.Contains(t, e["message"], "page 1 has no text layer and text recognition is not available here")
+	require.EqualValues(t, 1, j["attempts"])
+}
