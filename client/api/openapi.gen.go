@@ -1114,7 +1114,9 @@ type Job struct {
 
 	// ArtifactsUrl `/v1/jobs/{id}/artifacts`: every artifact of the job, a page at a time.
 	ArtifactsUrl string `json:"artifacts_url"`
-	Attempts     int    `json:"attempts"`
+
+	// Attempts Attempts made so far. A failure that is the input's own (`timeout` at the operation's deadline, `corrupted_file`, `unsupported_input`, …) ends the job at the attempt it happens in; unexpected errors and unavailable dependencies are tried again, three attempts in all.
+	Attempts int `json:"attempts"`
 
 	// BatchId The batch this job is a member of.
 	BatchId *BatchId `json:"batch_id"`

@@ -1119,6 +1119,7 @@ export interface components {
             options: Record<string, never>;
             state: components["schemas"]["JobState"];
             progress: number;
+            /** @description Attempts made so far. A failure that is the input's own (`timeout` at the operation's deadline, `corrupted_file`, `unsupported_input`, …) ends the job at the attempt it happens in; unexpected errors and unavailable dependencies are tried again, three attempts in all. */
             attempts: number;
             /** @description Reserved at creation, atomically with it; `pricing` shows how it was computed. */
             credits_reserved: number;
