@@ -294,8 +294,19 @@ func (c *conversion) scratch(name string) (string, error) {
 }
 
 // lo runs one LibreOffice conversion and maps its refusals to the contract's codes.
+// An instance that crashes (or breaks its protocol) on the document may have been
+// worn by those before it: the conversion is tried once more on another. A document
+// that crashes a second instance as well is the document's fault (corrupted_file),
+// and another attempt of the job would only crash a third.
 func (e *Engine) lo(ctx context.Context, in, out, filter, options, to string) error {
-	_, err := e.pool.convert(ctx, request{Op: "convert", In: in, Out: out, Import: filter, ImportOptions: options, To: to})
+	req := request{Op: "convert", In: in, Out: out, Import: filter, ImportOptions: options, To: to}
+	_, err := e.pool.convert(ctx, req)
+	if crashed(ctx, err) {
+		_, err = e.pool.convert(ctx, req)
+		if crashed(ctx, err) {
+			return fmt.Errorf("%w: %w", domain.Errorf(domain.CodeCorruptedFile, "LibreOffice fails on this document: it crashed reading it twice"), err)
+		}
+	}
 	var de *docError
 	switch {
 	case errors.As(err, &de):
@@ -316,6 +327,12 @@ func (e *Engine) lo(ctx context.Context, in, out, filter, options, to string) er
 		return domain.Errorf(domain.CodeOutputValidationFailed, "the conversion produced no output")
 	}
 	return nil
+}
+
+// crashed reports whether a conversion ended with its instance crashed or its
+// protocol broken, rather than with an answer, its deadline or the caller's.
+func crashed(ctx context.Context, err error) bool {
+	return errors.Is(err, runner.ErrBroken) && !errors.Is(err, runner.ErrRunTimeout) && ctx.Err() == nil
 }
 
 // precheck refuses a zip-based document whose container cannot be read: LibreOffice

@@ -765,6 +765,24 @@ func bigDOCX(t *testing.T, pages int) []byte {
 	return officetest.DOCX(t, officetest.TextPages(pages, 6))
 }
 
+// crashBusy kills the LibreOffice processes of the instance running a conversion
+// once it is not the instance in group not (0: any), and returns its group.
+func crashBusy(t *testing.T, e *office.Engine, not int) int {
+	t.Helper()
+	var pgid int
+	waitFor(t, "a conversion to start", func() bool {
+		st := e.Instances()[0]
+		pgid = st.PID
+		return st.Busy && st.Running && st.PID != not && len(officeProcesses(t, st.PID)) > 0
+	})
+	for _, pid := range officeProcesses(t, pgid) {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL)) // LibreOffice crashes
+	}
+	return pgid
+}
+
+// A crash may be the instance's, worn by the documents before: the conversion is tried
+// again on another instance, and succeeds there.
 func TestInstanceKilledMidConversionIsReplaced(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, func(c *office.Config) {})
@@ -774,29 +792,43 @@ func TestInstanceKilledMidConversionIsReplaced(t *testing.T) {
 	pgid := e.Instances()[0].PID
 	require.NotEmpty(t, officeProcesses(t, pgid), "the instance runs a soffice.bin in its group")
 
-	big := bigDOCX(t, 2000)
 	res := make(chan result, 1)
 	go func() {
-		out, err := convert(t, e, "big.docx", big, "pdf")
+		out, err := convert(t, e, "big.docx", bigDOCX(t, 2000), "pdf")
 		res <- result{out, err}
 	}()
-	waitFor(t, "the conversion to start", func() bool { return e.Instances()[0].Busy })
-	st := e.Instances()[0]
-	require.Equal(t, pgid, st.PID, "the warm instance took the conversion: %+v", st)
-	for _, pid := range officeProcesses(t, pgid) {
-		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL)) // LibreOffice crashes
-	}
+	require.Equal(t, pgid, crashBusy(t, e, 0), "the warm instance took the conversion")
 	r := <-res
-	require.Error(t, r.err, "the conversion fails with its instance: %+v", e.Instances())
-	require.Equal(t, domain.CodeInternal, domain.ErrorCode(r.err), "a crash is a retryable failure, not the document's: %v", r.err)
+	require.NoError(t, r.err, "tried again on a replacement: %+v", e.Instances())
+	require.Len(t, r.out.Artifacts, 1)
 	waitFor(t, "the group to be gone", func() bool { return !groupAlive(pgid) })
-
-	out, err := convert(t, e, "again.docx", small, "pdf")
-	require.NoError(t, err, "the retry runs on a replacement")
-	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "warm up")
-	st = e.Instances()[0]
+	st := e.Instances()[0]
 	require.NotEqual(t, pgid, st.PID)
 	require.Equal(t, 1, st.Restarts)
+
+	out, err := convert(t, e, "again.docx", small, "pdf")
+	require.NoError(t, err)
+	require.Contains(t, pdfText(t, out.Artifacts[0].Path, 0), "warm up")
+}
+
+// A document that crashes a second instance as well is the document's fault: it fails
+// corrupted_file, which the job does not retry.
+func TestDocumentThatCrashesLibreOfficeTwiceIsCorrupted(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, func(c *office.Config) {})
+	_, err := convert(t, e, "warm.docx", officetest.DOCX(t, [][]string{{"warm up"}}), "pdf")
+	require.NoError(t, err)
+
+	res := make(chan result, 1)
+	go func() {
+		out, err := convert(t, e, "big.docx", bigDOCX(t, 2000), "pdf")
+		res <- result{out, err}
+	}()
+	first := crashBusy(t, e, 0)
+	crashBusy(t, e, first)
+	r := <-res
+	requireCode(t, r.err, domain.CodeCorruptedFile)
+	require.False(t, domain.Retryable(r.err))
 }
 
 func TestHangingConversionIsKilledAtItsDeadline(t *testing.T) {

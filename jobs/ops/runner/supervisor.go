@@ -133,13 +133,14 @@ type Supervisor[I Instance] struct {
 type slot[I Instance] struct {
 	id int
 
-	mu       sync.Mutex
-	inst     I
-	running  bool
-	busy     bool
-	uses     int
-	restarts int
-	lastUsed time.Time
+	mu         sync.Mutex
+	inst       I
+	running    bool
+	busy       bool // a run holds the slot
+	restarting bool // being replaced in the background, between two runs
+	uses       int
+	restarts   int
+	lastUsed   time.Time
 }
 
 // NewSupervisor returns a supervisor that starts nothing until its first run.
@@ -337,6 +338,9 @@ func (s *Supervisor[I]) release(sl *slot[I], replace bool) {
 		s.free <- sl
 		return
 	}
+	sl.mu.Lock()
+	sl.busy, sl.restarting = false, true
+	sl.mu.Unlock()
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -346,7 +350,7 @@ func (s *Supervisor[I]) release(sl *slot[I], replace bool) {
 			_, _ = s.startSlot(s.life, sl)
 		}
 		sl.mu.Lock()
-		sl.busy = false
+		sl.restarting = false
 		sl.mu.Unlock()
 		s.free <- sl
 	}()
@@ -354,12 +358,14 @@ func (s *Supervisor[I]) release(sl *slot[I], replace bool) {
 
 // InstanceState is a snapshot of one slot, for logs, metrics and tests.
 type InstanceState struct {
-	Slot     int
-	Running  bool
-	Busy     bool
-	PID      int // the process group id while running
-	Uses     int // runs since the instance started
-	Restarts int // instances this slot has replaced
+	Slot    int
+	Running bool
+	Busy    bool // a run holds it
+	// Restarting: its instance is being replaced between two runs.
+	Restarting bool
+	PID        int // the process group id while running
+	Uses       int // runs since the instance started
+	Restarts   int // instances this slot has replaced
 }
 
 // Instances returns a snapshot of every slot.
@@ -367,7 +373,7 @@ func (s *Supervisor[I]) Instances() []InstanceState {
 	out := make([]InstanceState, 0, len(s.slots))
 	for _, sl := range s.slots {
 		sl.mu.Lock()
-		st := InstanceState{Slot: sl.id, Running: sl.running, Busy: sl.busy, Uses: sl.uses, Restarts: sl.restarts}
+		st := InstanceState{Slot: sl.id, Running: sl.running, Busy: sl.busy, Restarting: sl.restarting, Uses: sl.uses, Restarts: sl.restarts}
 		if sl.running {
 			st.PID = sl.inst.PID()
 		}
