@@ -135,6 +135,9 @@ func (p *pipeline) watch(im vimg) {
 func (p *pipeline) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.flag == nil {
+		return // closed: the context ended as the conversion did
+	}
 	p.killed = true
 	C.fm_flag_set(p.flag)
 	for _, im := range p.images {

@@ -562,8 +562,11 @@ func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
 		if j.header.Orientation != 1 {
 			// Shown turned or mirrored: recognised as displayed, decoded upright by libvips.
 			l, _ := vips.LoaderFor(j.in.Format.MIMEType)
-			up, err := vips.LoadUpright(j.in.Path, l)
+			up, err := vips.LoadUpright(ctx, j.in.Path, l)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
 				return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
 			}
 			img = pageImage{bitmap: &Bitmap{Width: up.Width, Height: up.Height, Stride: up.Stride, Gray: up.Bands == 1, Pix: up.Pix}}

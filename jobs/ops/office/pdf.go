@@ -85,12 +85,15 @@ func (c *conversion) imageToPDF(ctx context.Context) (*domain.EngineOutput, erro
 		}
 		switch {
 		case orientation != 1:
-			up, err := vips.LoadUpright(c.in.Path, loader)
+			up, err := vips.LoadUpright(ctx, c.in.Path, loader)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
 				return nil, domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
 			}
 			src += ".png"
-			if err := vips.EncodeFile(src, up.Pixels, vips.PNG, 0); err != nil {
+			if err := vips.EncodeFile(ctx, src, up.Pixels, vips.PNG, 0); err != nil {
 				return nil, err
 			}
 		case ok:

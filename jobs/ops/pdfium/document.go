@@ -323,7 +323,7 @@ func (d *Document) RenderFile(ctx context.Context, n int, o ImageOptions, out st
 	r := Rendered{Page: n, Path: out}
 	err = d.renderView(ctx, n, o.RenderOptions, func(view vips.Pixels) error {
 		r.Width, r.Height = view.Width, view.Height
-		return vips.EncodeFile(out, view, f, q)
+		return vips.EncodeFile(ctx, out, view, f, q)
 	})
 	return r, err
 }

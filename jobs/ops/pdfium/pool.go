@@ -193,7 +193,7 @@ func (p *Pool) Check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pdfium: check render: %w", err)
 	}
-	if _, err := vips.Encode(bm.pixels(), vips.PNG, 0); err != nil {
+	if _, err := vips.Encode(ctx, bm.pixels(), vips.PNG, 0); err != nil {
 		return fmt.Errorf("pdfium: check encode: %w", err)
 	}
 	t, err := d.Text(ctx, 1)

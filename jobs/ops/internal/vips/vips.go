@@ -60,11 +60,34 @@ static int fm_save(VipsImage *im, int fmt, int q, const char *path, void **out, 
 	}
 }
 
+// libvips emits "eval" on an image watched for progress as each tile of a pipeline
+// reading it is computed: the kill flag set here when *flag is (the caller's context
+// ended) makes the next tile's request fail, and the call return an error. It is set
+// again at every tile, since libvips clears it once it has been seen.
+static void fm_eval(VipsImage *im, VipsProgress *progress, int *flag) {
+	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) vips_image_set_kill(im, TRUE);
+}
+
+static void fm_watch(VipsImage *im, int *flag) {
+	vips_image_set_progress(im, TRUE);
+	g_signal_connect(im, "eval", G_CALLBACK(fm_eval), flag);
+}
+
+// fm_unwatch removes fm_watch's handler before the flag is freed: the image may live
+// on in libvips' operation cache.
+static void fm_unwatch(VipsImage *im, int *flag) {
+	g_signal_handlers_disconnect_matched(im, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, flag);
+}
+
+static void fm_flag_set(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELEASE); }
+
 static int fm_encode(const unsigned char *src, int w, int h, int stride, int bands, int keep,
-		int fmt, int q, const char *path, void **out, size_t *len) {
+		int fmt, int q, const char *path, void **out, size_t *len, int *flag) {
 	VipsImage *im = fm_image(src, w, h, stride, bands, keep);
 	if (!im) return -1;
+	fm_watch(im, flag);
 	int r = fm_save(im, fmt, q, path, out, len);
+	fm_unwatch(im, flag);
 	g_object_unref(im);
 	return r;
 }
@@ -157,7 +180,7 @@ static int fm_header(const char *path, int kind, int *w, int *h, int *orientatio
 // fm_load_upright decodes path as displayed: the EXIF orientation applied (libvips'
 // autorot, as image.convert's thumbnail stage does), alpha flattened onto white, then 8-bit
 // gray (one band) or sRGB with an unused fourth band, the layout of a PDFium bitmap.
-static int fm_load_upright(const char *path, int kind, int *w, int *h, int *bands, double *xres, void **out, size_t *len) {
+static int fm_load_upright(const char *path, int kind, int *w, int *h, int *bands, double *xres, void **out, size_t *len, int *flag) {
 	VipsImage *cur = fm_load(path, kind, 0), *tmp = NULL;
 	if (!cur) return -1;
 #define STEP(call) do { if (call) { g_object_unref(cur); return -1; } g_object_unref(cur); cur = tmp; } while (0)
@@ -179,7 +202,9 @@ static int fm_load_upright(const char *path, int kind, int *w, int *h, int *band
 	if (!gray) STEP(vips_bandjoin_const1(cur, &tmp, 0, NULL));
 #undef STEP
 	*w = cur->Xsize; *h = cur->Ysize; *bands = cur->Bands;
+	fm_watch(cur, flag);
 	*out = vips_image_write_to_memory(cur, len);
+	fm_unwatch(cur, flag);
 	g_object_unref(cur);
 	return *out ? 0 : -1;
 }
@@ -190,6 +215,7 @@ static void fm_error_clear(void) { vips_error_clear(); }
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -255,8 +281,48 @@ func (p Pixels) check() error {
 	return nil
 }
 
-// EncodeFile writes p to path in format f; quality applies to JPEG and WebP.
-func EncodeFile(path string, p Pixels, f Format, quality int) error {
+// stopFlag is a flag in C memory that libvips' threads read (fm_eval) and that is set
+// when a context ends; watch's release frees it once no setter can run.
+type stopFlag struct {
+	mu sync.Mutex
+	p  *C.int
+}
+
+// watch returns a flag set when ctx ends, and its release, to be called after the
+// libvips call that read it.
+func watch(ctx context.Context) (*C.int, func()) {
+	f := &stopFlag{p: (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0)))))}
+	if ctx.Err() != nil {
+		C.fm_flag_set(f.p) // at once: an AfterFunc's goroutine may come too late
+	}
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.p != nil {
+			C.fm_flag_set(f.p)
+		}
+	})
+	return f.p, func() {
+		stop()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		C.free(unsafe.Pointer(f.p))
+		f.p = nil
+	}
+}
+
+// stopped is the error of a libvips call: ctx's when it ended (libvips was told to
+// stop), else err.
+func stopped(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("vips: %w", ctxErr)
+	}
+	return err
+}
+
+// EncodeFile writes p to path in format f; quality applies to JPEG and WebP. When ctx
+// ends, libvips stops at its next tile and ctx's error is returned.
+func EncodeFile(ctx context.Context, path string, p Pixels, f Format, quality int) error {
 	if err := Init(); err != nil {
 		return err
 	}
@@ -265,26 +331,30 @@ func EncodeFile(path string, p Pixels, f Format, quality int) error {
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
+	flag, release := watch(ctx)
+	defer release()
 	if C.fm_encode((*C.uchar)(unsafe.Pointer(&p.Pix[0])), C.int(p.Width), C.int(p.Height), C.int(p.Stride),
-		C.int(p.Bands), C.int(p.Keep), C.int(f), C.int(quality), cpath, nil, nil) != 0 {
-		return fmt.Errorf("vips: encode: %s", takeError())
+		C.int(p.Bands), C.int(p.Keep), C.int(f), C.int(quality), cpath, nil, nil, flag) != 0 {
+		return stopped(ctx, fmt.Errorf("vips: encode: %s", takeError()))
 	}
 	return nil
 }
 
-// Encode returns p encoded in format f.
-func Encode(p Pixels, f Format, quality int) ([]byte, error) {
+// Encode returns p encoded in format f; like EncodeFile it stops when ctx ends.
+func Encode(ctx context.Context, p Pixels, f Format, quality int) ([]byte, error) {
 	if err := Init(); err != nil {
 		return nil, err
 	}
 	if err := p.check(); err != nil {
 		return nil, err
 	}
+	flag, release := watch(ctx)
+	defer release()
 	var out unsafe.Pointer
 	var n C.size_t
 	if C.fm_encode((*C.uchar)(unsafe.Pointer(&p.Pix[0])), C.int(p.Width), C.int(p.Height), C.int(p.Stride),
-		C.int(p.Bands), C.int(p.Keep), C.int(f), C.int(quality), nil, &out, &n) != 0 {
-		return nil, fmt.Errorf("vips: encode: %s", takeError())
+		C.int(p.Bands), C.int(p.Keep), C.int(f), C.int(quality), nil, &out, &n, flag) != 0 {
+		return nil, stopped(ctx, fmt.Errorf("vips: encode: %s", takeError()))
 	}
 	return takeBuffer(out, n), nil
 }
@@ -411,18 +481,21 @@ type Upright struct {
 // LoadUpright decodes path with loader l as it is displayed: its EXIF orientation
 // applied with libvips' autorot (the orientation image.convert applies), transparency
 // flattened onto white. The caller checks the pixel limits from the header first.
-func LoadUpright(path string, l Loader) (*Upright, error) {
+// When ctx ends, libvips stops at its next tile and ctx's error is returned.
+func LoadUpright(ctx context.Context, path string, l Loader) (*Upright, error) {
 	if err := Init(); err != nil {
 		return nil, err
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
+	flag, release := watch(ctx)
+	defer release()
 	var w, h, bands C.int
 	var xres C.double
 	var out unsafe.Pointer
 	var n C.size_t
-	if C.fm_load_upright(cpath, C.int(l), &w, &h, &bands, &xres, &out, &n) != 0 {
-		return nil, fmt.Errorf("vips: decode image: %s", takeError())
+	if C.fm_load_upright(cpath, C.int(l), &w, &h, &bands, &xres, &out, &n, flag) != 0 {
+		return nil, stopped(ctx, fmt.Errorf("vips: decode image: %s", takeError()))
 	}
 	pix := takeBuffer(out, n)
 	b := int(bands)
