@@ -727,11 +727,7 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Source: first, Inputs: extra, WorkDir: work,
 			Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
-			if errors.Is(context.Cause(ctx), errDeadline) {
-				// Whatever the engine said as it was stopped, the deadline is the cause.
-				return arts, 0, deadlineError()
-			}
-			if cause := context.Cause(ctx); cause != nil && AsError(err) == nil {
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, errDeadline) && AsError(err) == nil {
 				// Cut short from outside (a shutdown, a lost lease): not the job's fault.
 				return arts, 0, fmt.Errorf("%w: %w", cause, err)
 			}
@@ -989,13 +985,13 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 		// Removed once the outcome is recorded: removing a tree takes a while, and the
 		// job's result need not wait for it.
 		defer os.RemoveAll(dir)
-		var stuck bool
-		arts, cost, runErr, stuck = s.runUntilStopped(runCtx, j, f, dir)
+		r, stuck := s.runUntilStopped(runCtx, j, f, dir)
 		if stuck {
 			stopLease()
-			s.discardArtifacts(ctx, arts)
+			s.discardArtifacts(ctx, r.arts)
 			return nil
 		}
+		arts, cost, runErr = r.arts, r.cost, r.err
 	}
 	stopLease()
 	if errors.Is(context.Cause(runCtx), errLeaseLost) {
@@ -1040,28 +1036,35 @@ func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) e
 	return nil
 }
 
+// runResult is what an attempt's run left: its artifacts, their cost, its error.
+type runResult struct {
+	arts []*Artifact
+	cost int64
+	err  error
+}
+
 // runUntilStopped runs j under its deadline and returns once its engine has returned.
 // When the engine is still running StopGrace after its context ended at the deadline,
 // the job is failed with timeout there and then, OnStuck is told, and stuck is true:
 // the outcome is recorded, and what is returned is what the engine left when it
 // finally stopped, to be thrown away.
-func (s *Jobs) runUntilStopped(ctx context.Context, j *Job, f *File, dir string) (arts []*Artifact, cost int64, err error, stuck bool) {
+func (s *Jobs) runUntilStopped(ctx context.Context, j *Job, f *File, dir string) (r runResult, stuck bool) {
 	runCtx, cancel := context.WithTimeoutCause(ctx, s.deadline(j), errDeadline)
 	defer cancel()
-	type result struct {
-		arts []*Artifact
-		cost int64
-		err  error
-	}
-	done := make(chan result, 1)
+	done := make(chan runResult, 1)
 	go func() {
-		arts, cost, err := s.runJob(runCtx, j, f, dir)
-		done <- result{arts, cost, err}
+		var r runResult
+		r.arts, r.cost, r.err = s.runJob(runCtx, j, f, dir)
+		if r.err != nil && errors.Is(context.Cause(runCtx), errDeadline) {
+			// Whatever failed as the deadline came (the engine told to stop, or the
+			// storing of what it made), the deadline is the cause.
+			r.err = deadlineError()
+		}
+		done <- r
 	}()
-	var r result
 	select {
 	case r = <-done:
-		return r.arts, r.cost, r.err, false
+		return r, false
 	case <-runCtx.Done():
 	}
 	told := time.Now()
@@ -1069,7 +1072,7 @@ func (s *Jobs) runUntilStopped(ctx context.Context, j *Job, f *File, dir string)
 	defer grace.Stop()
 	select {
 	case r = <-done:
-		return r.arts, r.cost, r.err, false
+		return r, false
 	case <-grace.C:
 	}
 	if s.OnStuck != nil {
@@ -1079,11 +1082,9 @@ func (s *Jobs) runUntilStopped(ctx context.Context, j *Job, f *File, dir string)
 		// The outcome does not depend on the work still going on: record it now, so the
 		// client is not kept waiting for an engine that may never return.
 		_, _ = s.record(ctx, func(ctx context.Context) error { return s.FailJob(ctx, j, deadlineError()) })
-		r = <-done
-		return r.arts, r.cost, r.err, true
+		return <-done, true
 	}
-	r = <-done
-	return r.arts, r.cost, r.err, false
+	return <-done, false
 }
 
 // deadlineError is the failure of a job that ran past its deadline.
