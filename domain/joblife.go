@@ -931,9 +931,10 @@ func (s *Jobs) FailJob(ctx context.Context, j *Job, cause error) error {
 // NonRetryable lists the codes that describe the input or the request, not the moment:
 // another attempt would fail the same way. It is the one table of them: a job's attempt
 // fails the job at once on these, and the worker's queue (jobs.Retryable) archives any
-// task that failed with one instead of retrying it. A timeout is the input's own: an engine's run is deterministic, and a render past
-// its deadline once is past it again (an attempt cut short by a shutdown or a lost
-// lease is not a timeout: it ends with its context's error, which is retried).
+// task that failed with one instead of retrying it. A timeout is the input's own: an
+// engine's run is deterministic, and a render past its deadline once is past it again
+// (an attempt cut short by a shutdown or a lost lease is not a timeout: it ends with
+// its context's error, which is retried).
 var NonRetryable = []string{CodeCorruptedFile, CodeEncryptedFile, CodeUnsupportedInput, CodeMalwareDetected,
 	CodeInvalidRequest, CodeUnsupportedOperation, CodeValidationFailed, CodePolicyViolation,
 	CodeOutputValidationFailed, CodeNotFound, CodePaymentRequired, CodeConflict, CodeUnsupportedFile, CodeFileTooLarge,
