@@ -71,7 +71,7 @@ func reason(err error) string {
 // Counting pages decodes cross-reference and object streams only, never page content or
 // images: maxCountStreamBytes bounds one of them (a cross-reference stream of two
 // million objects is 14 MiB), maxCountDecodedBytes the object streams the page tree
-// sits in, all together. Decoding takes up to four times what it yields at its peak.
+// sits in, all together. Decoding holds several times what it yields at its peak.
 const (
 	maxCountStreamBytes  = 16 << 20
 	maxCountDecodedBytes = 64 << 20
