@@ -6,7 +6,7 @@ TESTFLAGS ?= -count=1 -timeout 25m
 # Test artifacts (the console's screenshots) go under test-output/_artifacts.
 ARTIFACTS ?= -artifacts -outputdir $(CURDIR)/test-output
 
-.PHONY: run build test bench lint generate web deps engines services clean
+.PHONY: run build test fuzz bench lint generate web deps engines services clean
 
 build: engines
 	$(GO) build -o $(BIN) ./cmd/filemill
@@ -30,6 +30,18 @@ test: deps
 	$(GO) test $(TESTFLAGS) $(ARTIFACTS) $(PKGS)
 	cd web && npm test --silent
 	@find test-output/_artifacts -type d -name screens 2>/dev/null | sed 's/^/console screenshots: /' || true
+
+# Every fuzz target (func FuzzX in a _test.go file) for FUZZTIME each: CI runs them for a
+# few seconds; a campaign runs them longer (FUZZTIME=1000000x). Their seeds and what
+# earlier campaigns found (testdata/fuzz/) run with every `make test` already.
+FUZZTIME ?= 5s
+fuzz:
+	@set -e; for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz: $$name in ./$$(dirname $$f) for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+		done; \
+	done
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/...

@@ -34,6 +34,20 @@ func CheckText(param, s string, maxChars int) error {
 	return nil
 }
 
+// MaxQuotedChars is how much of a client's value an error message quotes.
+const MaxQuotedChars = 64
+
+// Clip returns s cut to at most n characters, marked "…" where it was cut. Errors that
+// quote what a client sent quote it clipped, so a hostile value (a key or a number of a
+// megabyte) never makes an answer or a log line as large as itself.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
 // CheckFilename refuses a name that is not text (CheckText), is blank, or is "." or
 // "..". Any other name is kept exactly as given; SafeName makes it safe where it is used
 // as a file name. Codes: invalid_request (param filename).

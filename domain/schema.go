@@ -355,6 +355,7 @@ func (n *schemaNode) checkObject(param string, obj map[string]any) (map[string]a
 	for _, k := range names {
 		p := n.prop(k)
 		if p == nil {
+			k = Clip(k, MaxQuotedChars)
 			if len(n.props) == 0 {
 				return nil, InvalidParam(param+"."+k, "%s takes no options", param)
 			}

@@ -34,7 +34,7 @@ func readBody(r *http.Request) ([]byte, error) {
 // checkContentType refuses a body sent as anything but JSON. An empty body needs no
 // type. Codes: invalid_request (param Content-Type).
 func checkContentType(r *http.Request, body []byte) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(bytes.Trim(body, jsonSpace)) == 0 {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -49,7 +49,7 @@ func checkContentType(r *http.Request, body []byte) error {
 // types and trailing data, and naming the offending field in param. An empty body
 // decodes as {} when optional is true.
 func decodeStrict(body []byte, v any, optional bool) error {
-	body = bytes.TrimSpace(body)
+	body = bytes.Trim(body, jsonSpace)
 	if len(body) == 0 {
 		if optional {
 			return nil
@@ -76,6 +76,10 @@ func decodeStrict(body []byte, v any, optional bool) error {
 	}
 	return nil
 }
+
+// jsonSpace is the white space JSON allows around a value (RFC 8259): not the other
+// characters bytes.TrimSpace would take away, which no JSON parser reads as space.
+const jsonSpace = " \t\r\n"
 
 // maxJSONDepth bounds how deep objects and arrays of a request body may nest; no body of
 // the contract needs more, and a deeper one is refused before it is decoded.
@@ -160,9 +164,10 @@ func (w *jsonWalker) value(path string, t reflect.Type, depth int) error {
 				return err
 			}
 			key, _ := ktok.(string)
-			param := key
+			// The key as a param: clipped, and readable whatever bytes it held.
+			param := domain.Clip(strings.ToValidUTF8(key, "\uFFFD"), domain.MaxQuotedChars)
 			if path != "" {
-				param = path + "." + key
+				param = path + "." + param
 			}
 			if err := checkText(param, key, raw); err != nil {
 				return err
@@ -221,11 +226,13 @@ func jsonError(err error) error {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		return domain.InvalidParam(typeErr.Field, "%s must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return domain.InvalidParam(typeErr.Field, "%s must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()),
+			domain.Clip(typeErr.Value, domain.MaxQuotedChars))
 	case errors.As(err, &syntaxErr):
 		return domain.Errorf(domain.CodeInvalidRequest, "malformed JSON at byte %d", syntaxErr.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		name = domain.Clip(name, domain.MaxQuotedChars)
 		return domain.InvalidParam(name, "unknown field %q", name)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return domain.Errorf(domain.CodeInvalidRequest, "truncated JSON body")
@@ -234,7 +241,7 @@ func jsonError(err error) error {
 	if errors.As(err, &derr) {
 		return derr
 	}
-	return domain.Errorf(domain.CodeInvalidRequest, "invalid JSON body: %s", err.Error())
+	return domain.Errorf(domain.CodeInvalidRequest, "invalid JSON body: %s", domain.Clip(err.Error(), domain.MaxQuotedChars))
 }
 
 func jsonKind(k string) string {

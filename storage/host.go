@@ -254,6 +254,14 @@ func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, g grant) {
 	if g.name != "" {
 		h.Set("Content-Disposition", contentDisposition(g.name))
 	}
+	if rng, ok := dropEmptyRanges(r.Header.Get("Range"), info.Size()); !ok {
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, domain.CodeInvalidRequest,
+			fmt.Sprintf("the requested range is not satisfiable: the object has %d bytes", info.Size()))
+		return
+	} else if rng != r.Header.Get("Range") {
+		r = r.Clone(r.Context())
+		r.Header.Set("Range", rng)
+	}
 	cw := &countingWriter{ResponseWriter: w}
 	http.ServeContent(cw, r, "", info.ModTime(), f)
 	if cw.refused != 0 {
@@ -271,6 +279,34 @@ func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, g grant) {
 		_ = http.NewResponseController(cw).Flush()
 		l.onEgress(g.key, cw.n)
 	}
+}
+
+// dropEmptyRanges removes from a Range header the suffix ranges that select no byte
+// ("-0", or any suffix of an empty object), which RFC 9110 calls unsatisfiable but
+// http.ServeContent answers as 206 with a range that ends before it starts. ok is
+// false when nothing else was asked: the whole request is unsatisfiable.
+func dropEmptyRanges(rng string, size int64) (string, bool) {
+	spec, isBytes := strings.CutPrefix(rng, "bytes=")
+	if !isBytes {
+		return rng, true
+	}
+	var kept []string
+	dropped := false
+	for _, item := range strings.Split(spec, ",") {
+		suffix, isSuffix := strings.CutPrefix(strings.Trim(item, " \t"), "-")
+		if n, err := strconv.ParseInt(strings.Trim(suffix, " \t"), 10, 64); isSuffix && err == nil && (n == 0 || size == 0) {
+			dropped = true
+			continue
+		}
+		kept = append(kept, item)
+	}
+	if !dropped {
+		return rng, true
+	}
+	if strings.TrimSpace(strings.Join(kept, "")) == "" {
+		return "", false
+	}
+	return "bytes=" + strings.Join(kept, ","), true
 }
 
 // contentDisposition names the download for every browser: filename carries an ASCII

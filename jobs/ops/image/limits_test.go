@@ -83,6 +83,46 @@ func jpegDeclaring(t *testing.T, w, h uint16) []byte {
 	return data
 }
 
+// webpDeclaring is a lossless WebP whose header declares w×h pixels (at most 16383 a
+// side) followed by a few bytes of no image.
+func webpDeclaring(w, h uint32) []byte {
+	vp8l := []byte{0x2f}
+	vp8l = binary.LittleEndian.AppendUint32(vp8l, (w-1)|(h-1)<<14)
+	vp8l = append(vp8l, make([]byte, 27)...)
+	chunk := append([]byte("VP8L"), binary.LittleEndian.AppendUint32(nil, uint32(len(vp8l)))...)
+	chunk = append(chunk, vp8l...)
+	out := append([]byte("RIFF"), binary.LittleEndian.AppendUint32(nil, uint32(4+len(chunk)))...)
+	return append(append(out, "WEBP"...), chunk...)
+}
+
+// tiffDeclaring is an uncompressed 8-bit grey TIFF whose directory declares w×h pixels
+// in one strip of 16 bytes.
+func tiffDeclaring(w, h uint32) []byte {
+	le := binary.LittleEndian
+	out := []byte("II*\x00")
+	out = le.AppendUint32(out, 8)
+	tags := [][3]uint32{{256, 4, w}, {257, 4, h}, {258, 3, 8}, {259, 3, 1}, {262, 3, 1}, {273, 4, 0}, {277, 3, 1}, {278, 4, h}, {279, 4, 16}}
+	dataAt := uint32(8 + 2 + 12*len(tags) + 4)
+	out = le.AppendUint16(out, uint16(len(tags)))
+	for _, tg := range tags {
+		v := tg[2]
+		if tg[0] == 273 {
+			v = dataAt
+		}
+		out = le.AppendUint16(out, uint16(tg[0]))
+		out = le.AppendUint16(out, uint16(tg[1]))
+		out = le.AppendUint32(out, 1)
+		if tg[1] == 3 {
+			out = le.AppendUint16(out, uint16(v))
+			out = le.AppendUint16(out, 0)
+		} else {
+			out = le.AppendUint32(out, v)
+		}
+	}
+	out = le.AppendUint32(out, 0)
+	return append(out, make([]byte, 16)...)
+}
+
 // TestPixelBombRefusedFromHeader: files declaring billions of pixels are refused as
 // unsupported_input from their header. A decode would fail differently (the files
 // hold almost no pixel data: corrupted_file) after allocating gigabytes; the resident
@@ -91,9 +131,11 @@ func jpegDeclaring(t *testing.T, w, h uint16) []byte {
 func TestPixelBombRefusedFromHeader(t *testing.T) {
 	e := engine(t)
 	bombs := map[string][]byte{
-		"bomb.png": pngDeclaring(100000, 100000),
-		"bomb.jpg": jpegDeclaring(t, 65000, 65000),
-		"bomb.svg": []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"><rect width="10" height="10"/></svg>`),
+		"bomb.png":  pngDeclaring(100000, 100000),
+		"bomb.jpg":  jpegDeclaring(t, 65000, 65000),
+		"bomb.svg":  []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"><rect width="10" height="10"/></svg>`),
+		"bomb.webp": webpDeclaring(16383, 16383),
+		"bomb.tiff": tiffDeclaring(100000, 100000),
 	}
 	for name, data := range bombs {
 		t.Run(name, func(t *testing.T) {
@@ -104,9 +146,12 @@ func TestPixelBombRefusedFromHeader(t *testing.T) {
 			defer cancel()
 			before := procStatus(t, "VmRSS")
 			resetPeak(t)
+			start := time.Now()
 			_, err := e.Run(ctx, domain.EngineInput{Operation: "image.convert", Options: json.RawMessage(`{"format":"webp","width":100}`),
 				Path: in, Filename: name, WorkDir: dir})
 			peak := procStatus(t, "VmHWM")
+			t.Logf("%s (%d bytes): refused in %s, resident peak +%d kB (bound 32 MiB): %v", name, len(data),
+				time.Since(start).Round(time.Millisecond), peak-before, err)
 			requireCode(t, err, domain.CodeUnsupportedInput)
 			require.Contains(t, err.Error(), "pixels")
 			require.NoError(t, ctx.Err(), "answered before the deadline")

@@ -5,11 +5,13 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/zipparts"
 )
 
 var errTooLarge = errors.New("office: input too large")
@@ -17,27 +19,51 @@ var errTooLarge = errors.New("office: input too large")
 // maxPagePartBytes bounds the XML read to count pages (zip-bomb safety).
 const maxPagePartBytes = 4 << 20
 
+// MaxCountPages is the largest page count CountPages reports, as for a PDF.
+const MaxCountPages = 100_000
+
 var slidePart = regexp.MustCompile(`^ppt/slides/slide[0-9]+\.xml$`)
 
 // CountPages returns an office document's page count where it is cheap to know
 // without rendering: docx and odt from the page count the authoring application
 // recorded (docProps/app.xml Pages, meta.xml meta:page-count), pptx and odp from the
-// slide count. ok is false for other formats, a missing or unreadable count, or a
-// damaged container; the count of a word-processing document is the author's
-// application's, which LibreOffice's layout may differ from by a page or two.
+// slide count. ok is false for other formats, a missing or unreadable count, a count
+// past MaxCountPages (a file states what it likes: prices and the files table take
+// only a count a real document may have), or a damaged container; the count of a
+// word-processing document is the author's application's, which LibreOffice's layout
+// may differ from by a page or two.
 func CountPages(path string, f domain.Format) (pages int, ok bool) {
-	ext := strings.ToLower(f.Extension)
+	n, ok := countPages(path, strings.ToLower(f.Extension))
+	if !ok || n < 1 || n > MaxCountPages {
+		return 0, false
+	}
+	return n, true
+}
+
+// maxCountEntries bounds the entries of a container whose pages are counted; the
+// count is read from its end record before archive/zip allocates one per entry.
+const maxCountEntries = 100_000
+
+func countPages(path, ext string) (int, bool) {
 	switch ext {
 	case "docx", "pptx", "odt", "odp":
 	default:
 		return 0, false
 	}
-	zr, err := zip.OpenReader(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return 0, false
 	}
-	defer zr.Close()
-	if len(zr.File) > 100_000 {
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return 0, false
+	}
+	if n, err := zipparts.EntryCount(fh, st.Size()); err != nil || n > maxCountEntries {
+		return 0, false
+	}
+	zr, err := zip.NewReader(fh, st.Size())
+	if err != nil || len(zr.File) > maxCountEntries {
 		return 0, false
 	}
 	parts := map[string]*zip.File{}
@@ -140,7 +166,9 @@ func countElements(zf *zip.File, name string) (int, bool) {
 			return 0, false
 		}
 		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == name && se.Name.Space == "draw" {
-			n++
+			if n++; n > MaxCountPages {
+				return 0, false
+			}
 		}
 	}
 }

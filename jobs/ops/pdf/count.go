@@ -27,7 +27,7 @@ func CountPages(ctx context.Context, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return walkPages(pc.XRefTable, MaxCountPages)
+	return walkPages(pc.XRefTable, MaxCountPages, maxCountDecodedBytes)
 }
 
 // Verify checks that the PDF at path parses, that its page tree holds wantPages pages
@@ -39,7 +39,7 @@ func Verify(ctx context.Context, path string, wantPages int) error {
 	pc, err := readLight(ctx, path)
 	if err == nil {
 		var n int
-		if n, err = walkPages(pc.XRefTable, MaxCountPages); err == nil && wantPages > 0 && n != wantPages {
+		if n, err = walkPages(pc.XRefTable, MaxCountPages, 0); err == nil && wantPages > 0 && n != wantPages {
 			err = fmt.Errorf("it has %d pages instead of %d", n, wantPages)
 		}
 		if err == nil {
@@ -68,6 +68,15 @@ func reason(err error) string {
 	return err.Error()
 }
 
+// Counting pages decodes cross-reference and object streams only, never page content or
+// images: maxCountStreamBytes bounds one of them (a cross-reference stream of two
+// million objects is 14 MiB), maxCountDecodedBytes the object streams the page tree
+// sits in, all together. Decoding holds several times what it yields at its peak.
+const (
+	maxCountStreamBytes  = 16 << 20
+	maxCountDecodedBytes = 64 << 20
+)
+
 // readLight parses the cross-reference table and objects without validating them.
 func readLight(ctx context.Context, path string) (*model.Context, error) {
 	f, err := os.Open(path)
@@ -75,10 +84,14 @@ func readLight(ctx context.Context, path string) (*model.Context, error) {
 		return nil, fmt.Errorf("pdf: open: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("pdf: stat: %w", err)
+	}
 	conf := &model.Configuration{
 		Version: model.VersionStr, Reader15: true, ValidationMode: model.ValidationRelaxed,
 		UnsupportedResourcePolicy: model.UnsupportedResourceSkip, Eol: types.EolLF,
-		Cmd: model.LISTINFO, Offline: true, Limits: model.DefaultResourceLimits(),
+		Cmd: model.LISTINFO, Offline: true, Limits: limitsFor(st.Size(), maxCountStreamBytes),
 	}
 	var pc *model.Context
 	err = guard(ctx, func() error {
@@ -93,9 +106,10 @@ func readLight(ctx context.Context, path string) (*model.Context, error) {
 	return pc, nil
 }
 
-// walkPages counts the leaves of the page tree, refusing loops and more than limit
-// pages.
-func walkPages(x *model.XRefTable, limit int) (int, error) {
+// walkPages counts the leaves of the page tree, refusing loops, more than limit pages
+// and, when maxDecoded is not 0, a tree whose object streams decode to more than
+// maxDecoded bytes together (pdfcpu bounds each stream, not their sum).
+func walkPages(x *model.XRefTable, limit int, maxDecoded int64) (int, error) {
 	root, err := x.Catalog()
 	if err != nil {
 		return 0, corrupt("its catalog cannot be read")
@@ -106,6 +120,29 @@ func walkPages(x *model.XRefTable, limit int) (int, error) {
 	}
 	count := 0
 	seen := map[int]bool{}
+	var decoded int64
+	streams := map[int]bool{}
+	// charge decodes the object stream object n sits in, the first time the walk meets
+	// it, and counts what it holds (the capacity of an object's bytes reaches the end of
+	// its stream's).
+	charge := func(n int) error {
+		e, ok := x.Table[n]
+		if maxDecoded == 0 || !ok || e == nil || e.ObjectStream == nil || streams[*e.ObjectStream] {
+			return nil
+		}
+		streams[*e.ObjectStream] = true
+		lz, ok := e.Object.(types.LazyObjectStreamObject)
+		if !ok {
+			return nil
+		}
+		if data, err := lz.GetData(); err == nil {
+			if decoded += int64(cap(data)); decoded > maxDecoded {
+				return &domain.Error{Code: domain.CodeUnsupportedInput,
+					Message: fmt.Sprintf("the PDF's page tree sits in object streams of more than %d MiB", maxDecoded>>20)}
+			}
+		}
+		return nil
+	}
 	var walk func(o types.Object, depth int) error
 	walk = func(o types.Object, depth int) error {
 		if depth > 64 {
@@ -116,6 +153,9 @@ func walkPages(x *model.XRefTable, limit int) (int, error) {
 				return corrupt("its page tree loops back on itself")
 			}
 			seen[ir.ObjectNumber.Value()] = true
+			if err := charge(ir.ObjectNumber.Value()); err != nil {
+				return err
+			}
 		}
 		d, err := x.DereferenceDict(o)
 		if err != nil || d == nil {

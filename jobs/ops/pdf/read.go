@@ -20,10 +20,7 @@ import (
 // config is pdfcpu's configuration for cmd: its command-line defaults, built here
 // because model.NewDefaultConfiguration installs a config directory under the home
 // directory on first use, and a worker writes nowhere but its work directory.
-func (e *Engine) config(cmd model.CommandMode) *model.Configuration {
-	limits := model.DefaultResourceLimits()
-	limits.MaxStreamBytes = e.cfg.MaxStreamBytes
-	limits.MaxDecodeBytes = e.cfg.MaxStreamBytes
+func (e *Engine) config(cmd model.CommandMode, size int64) *model.Configuration {
 	return &model.Configuration{
 		Version:                   model.VersionStr,
 		Reader15:                  true,
@@ -38,8 +35,22 @@ func (e *Engine) config(cmd model.CommandMode) *model.Configuration {
 		Offline:                   true,
 		Timeout:                   5,
 		Cmd:                       cmd,
-		Limits:                    limits,
+		Limits:                    limitsFor(size, e.cfg.MaxStreamBytes),
 	}
+}
+
+// limitsFor are pdfcpu's resource limits for a file of size bytes, its streams at most
+// maxStream bytes encoded or decoded. Every object takes a few bytes of the file, even
+// compressed in an object stream, and a cross-reference entry without an object (a
+// free one) serves nothing: a file of n bytes has far fewer than n/4 objects. Without
+// that bound a cross-reference stream of 60 KB declaring nine million free entries
+// costs pdfcpu minutes of CPU and gigabytes, and goes on after the deadline.
+func limitsFor(size, maxStream int64) model.ResourceLimits {
+	l := model.DefaultResourceLimits()
+	l.MaxStreamBytes, l.MaxDecodeBytes = maxStream, maxStream
+	n := int(min(max(size/4, 10_000), int64(l.MaxObjectCount)))
+	l.MaxObjectCount, l.MaxXRefEntries = n, min(n, l.MaxXRefEntries)
+	return l
 }
 
 // read parses, validates and optimises the PDF at path for cmd. The work runs under
@@ -61,7 +72,7 @@ func (e *Engine) read(ctx context.Context, path string, cmd model.CommandMode) (
 	var pc *model.Context
 	err = guard(ctx, func() error {
 		var err error
-		pc, err = api.ReadValidateAndOptimize(ctxReader{ctx, f}, e.config(cmd))
+		pc, err = api.ReadValidateAndOptimize(ctxReader{ctx, f}, e.config(cmd, st.Size()))
 		return err
 	})
 	if err != nil {
@@ -82,7 +93,7 @@ func (e *Engine) checkPages(pc *model.Context) error {
 	if pc.PageCount < 1 {
 		return &domain.Error{Code: domain.CodeCorruptedFile, Message: "the PDF has no pages"}
 	}
-	n, err := walkPages(pc.XRefTable, e.cfg.MaxPages)
+	n, err := walkPages(pc.XRefTable, e.cfg.MaxPages, 0)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,14 @@ import (
 	"compress/gzip"
 	"context"
 	"testing"
+
+	"github.com/filemill/filemill/internal/hostile"
 )
 
-// FuzzInspect feeds the built-in rules damaged and hostile variants of the structures
-// they read: they must neither panic nor hang.
+// FuzzInspect feeds the built-in rules (the archive walker among them) damaged and
+// hostile variants of the structures they read: they neither panic nor hang, never
+// decompress past their budget or allocate out of proportion to it, and report
+// findings of a known severity with a message.
 func FuzzInspect(f *testing.F) {
 	var z bytes.Buffer
 	zw := zip.NewWriter(&z)
@@ -35,6 +39,17 @@ func FuzzInspect(f *testing.F) {
 	cfg.MaxEntryBytes = 1 << 20
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := newInspector(context.Background(), cfg)
-		s.inspect(data, "fuzz.bin", "", 0, "")
+		alloc := hostile.Allocated(func() { s.inspect(data, "fuzz.bin", "", 0, "") })
+		if limit := uint64(hostile.Slack+64*len(data)) + 4*uint64(cfg.MaxInspectBytes); alloc > limit {
+			t.Fatalf("inspecting %d bytes allocated %d bytes", len(data), alloc)
+		}
+		if s.budget < 0 {
+			t.Fatalf("decompressed %d bytes past the budget", -s.budget)
+		}
+		for _, fd := range s.findings {
+			if (fd.Severity != SeverityLow && fd.Severity != SeverityMedium && fd.Severity != SeverityHigh) || fd.Rule == "" || fd.Message == "" {
+				t.Fatalf("finding %+v", fd)
+			}
+		}
 	})
 }

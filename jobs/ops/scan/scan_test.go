@@ -18,11 +18,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unicode/utf16"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/internal/hostile"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/scan"
 	"github.com/filemill/filemill/jobs/ops/scan/clamdtest"
@@ -473,6 +475,17 @@ func TestExecutables(t *testing.T) {
 	})
 }
 
+// measuredScan scans data as scanBytes does, and checks the scan took at most the
+// stated time and resident memory in this process (the rules; clamd is another).
+func measuredScan(t *testing.T, e *scan.Engine, name string, data []byte, maxPeak int64) (v scan.Verdict, fs []scan.Finding) {
+	t.Helper()
+	m := hostile.Run(func() { v, fs = scanBytes(t, e, name, "", data) })
+	m.Within(t, fmt.Sprintf("%s (%s): %s %v", name, hostile.Size(len(data)), v, rules(fs)), 2*time.Minute, maxPeak)
+	return v, fs
+}
+
+// TestArchiveBombs: each bomb is flagged malicious, within the time and memory stated.
+// Not parallel: the figures are this test's.
 func TestArchiveBombs(t *testing.T) {
 	e, _ := setup(t, func(c *scan.Config) { c.MaxEntries = 500 })
 	zeros := make([]byte, 1<<20)
@@ -488,7 +501,7 @@ func TestArchiveBombs(t *testing.T) {
 		}
 		require.NoError(t, zw.Close())
 		require.Less(t, b.Len(), 1<<20)
-		v, fs := scanBytes(t, e, "bomb.zip", "application/zip", b.Bytes())
+		v, fs := measuredScan(t, e, "bomb.zip", b.Bytes(), 64<<20)
 		require.Equal(t, scan.Malicious, v)
 		require.Contains(t, findRule(t, fs, "archive.ratio").Message, "bomb.zip")
 	})
@@ -499,12 +512,12 @@ func TestArchiveBombs(t *testing.T) {
 			_, _ = zw.Write(zeros)
 		}
 		require.NoError(t, zw.Close())
-		v, fs := scanBytes(t, e, "logs.gz", "", b.Bytes())
+		v, fs := measuredScan(t, e, "logs.gz", b.Bytes(), 64<<20)
 		require.Equal(t, scan.Malicious, v)
 		require.Contains(t, rules(fs), "archive.ratio")
 	})
 	t.Run("Nesting", func(t *testing.T) {
-		v, fs := scanBytes(t, e, "nested.zip", "", nestedZip(t, 8))
+		v, fs := measuredScan(t, e, "nested.zip", nestedZip(t, 8), 64<<20)
 		require.Equal(t, scan.Malicious, v)
 		require.Contains(t, findRule(t, fs, "archive.nesting").Message, "more than 5 deep")
 	})
@@ -537,7 +550,14 @@ func TestArchiveBombs(t *testing.T) {
 		for i := 0; i < 600; i++ {
 			entries = append(entries, zipEntry{fmt.Sprintf("f%04d.txt", i), nil})
 		}
-		v, fs := scanBytes(t, e, "many.zip", "", zipOf(t, entries...))
+		v, fs := measuredScan(t, e, "many.zip", zipOf(t, entries...), 64<<20)
+		require.Equal(t, scan.Malicious, v)
+		require.Contains(t, findRule(t, fs, "archive.entries").Message, "more than 500")
+	})
+	t.Run("EntriesPastTheDirectoryLimit", func(t *testing.T) {
+		// 200,000 entries (18 MB, a zip64 directory): counted from the end record, never
+		// parsed entry by entry.
+		v, fs := measuredScan(t, e, "many.zip", hostile.ManyEntries(200_000), 64<<20)
 		require.Equal(t, scan.Malicious, v)
 		require.Contains(t, findRule(t, fs, "archive.entries").Message, "more than 500")
 	})

@@ -107,8 +107,10 @@ func (n *node) child(local string) *node {
 	return nil
 }
 
-// maxTreeNodes bounds a parsed part.
-const maxTreeNodes = 20_000_000
+// maxTreeNodes bounds the elements of a parsed part, each a node held in memory: a
+// thousand-page text or a sheet of a million cells has fewer, and a part of tiny
+// empty elements (13 million of them deflate to 240 KB) is refused early.
+const maxTreeNodes = 4_000_000
 
 func parseTree(d *xml.Decoder) (*node, error) {
 	root := &node{}

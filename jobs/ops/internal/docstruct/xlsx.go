@@ -120,6 +120,10 @@ func (x *xlsxReader) sharedStrings(part string) error {
 		if se.Name.Local != "si" {
 			return nil
 		}
+		// No sheet shows more strings than it has cells: more is a part built to be read.
+		if len(x.strings) >= maxSheetCells {
+			return fmt.Errorf("%w: more than %d shared strings", zipparts.ErrTooLarge, maxSheetCells)
+		}
 		s, err := richText(d, "si")
 		if err != nil {
 			return err
