@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // JobRequest is the body of POST /v1/jobs.
@@ -264,10 +266,12 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 	}
 	facts := req.facts
 	jobs := make([]*Job, len(req.fileIDs))
+	traceID := TraceID(ctx)
 	for i, id := range req.fileIDs {
 		if jobs[i], err = s.newJob(p, req.op, req.options, facts, live, id, req.param(i)); err != nil {
 			return nil, nil, nil, err
 		}
+		jobs[i].TraceID = traceID
 	}
 	// The work of one request acts on one project: the reservations and the
 	// concurrency limit are the project's.
@@ -323,7 +327,10 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 		}
 		a.Answer = c.answering(answer)
 	}
-	switch err := s.Store.AdmitJobs(ctx, a); {
+	actx, span := StartSpan(ctx, "admit jobs", attribute.Int("filemill.jobs", len(jobs)), attribute.Int64("filemill.credits_reserved", total))
+	err = s.Store.AdmitJobs(actx, a)
+	EndSpan(span, err)
+	switch {
 	case errors.Is(err, ErrInsufficientCredits):
 		// Others reserved since the balance was read.
 		if cur, err := s.Store.FindCreditAccount(ctx, p.Organization.ID, p.Environment()); err == nil && cur.Balance == 0 {
@@ -340,6 +347,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 	if c != nil {
 		c.stored = true
 	}
+	s.observer().CreditsReserved(total)
 	for _, j := range jobs {
 		s.enqueue(ctx, j)
 	}
@@ -723,7 +731,7 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 		if in.Path == first.Path {
 			sha = f.SHA256
 		}
-		out, err := eng.Run(ctx, EngineInput{Operation: st.Operation.Name, Options: opts, Path: in.Path, Filename: in.Filename,
+		out, err := s.runEngine(ctx, st.Operation, eng, EngineInput{Operation: st.Operation.Name, Options: opts, Path: in.Path, Filename: in.Filename,
 			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Source: first, Inputs: extra, WorkDir: work,
 			Progress: s.progressFunc(ctx, j, i, len(steps))})
 		if err != nil {
@@ -783,7 +791,12 @@ func passOn(next *Operation, outputs []EngineFile, in EngineFile) EngineFile {
 
 // fetchInput copies a job's input file to path.
 func (s *Jobs) fetchInput(ctx context.Context, j *Job, f *File, path string) (EngineFile, error) {
-	if err := s.download(ctx, f.StorageKey, path); err != nil {
+	dctx, span := StartSpan(ctx, "download input", attribute.String("filemill.file_id", f.ID), attribute.Int64("filemill.byte_size", f.ByteSize))
+	start := time.Now()
+	err := s.download(dctx, f.StorageKey, path)
+	addPhase(ctx, PhaseDownload, start)
+	EndSpan(span, err)
+	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return EngineFile{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("the bytes of file %s are gone", f.ID)}
 		}
@@ -824,7 +837,10 @@ func (s *Jobs) checkOutput(ctx context.Context, work string, ea EngineArtifact) 
 	head := make([]byte, DetectSniffBytes)
 	n, _ := io.ReadFull(fh, head)
 	if s.Verifier != nil && st.Size() > 0 {
-		if err := s.Verifier.VerifyOutput(ctx, ea); err != nil {
+		vctx, span := StartSpan(ctx, "verify output", attribute.String("filemill.mime_type", ea.MIMEType))
+		err := s.Verifier.VerifyOutput(vctx, ea)
+		EndSpan(span, err)
+		if err != nil {
 			if AsError(err) == nil {
 				return EngineFile{}, fmt.Errorf("%w: %w", bad("does not verify"), err)
 			}
@@ -866,7 +882,12 @@ func (s *Jobs) storeArtifact(ctx context.Context, j *Job, f *File, ea EngineArti
 		MIMEType: ea.MIMEType, ByteSize: st.Size(), CreatedAt: s.Clock.Now()}
 	a.StorageKey = ArtifactKey(f, a.ID)
 	h := newHashingReader(fh)
-	if err := s.Blobs.Put(ctx, a.StorageKey, h, st.Size()); err != nil {
+	uctx, span := StartSpan(ctx, "upload artifact", attribute.String("filemill.artifact_id", a.ID), attribute.Int64("filemill.byte_size", st.Size()))
+	start := time.Now()
+	err = s.Blobs.Put(uctx, a.StorageKey, h, st.Size())
+	addPhase(ctx, PhaseUpload, start)
+	EndSpan(span, err)
+	if err != nil {
 		return nil, Unavailable("a result of the job could not be written to storage",
 			fmt.Errorf("store artifact %s of job %s: %w", a.ID, j.ID, err))
 	}
@@ -906,6 +927,7 @@ func (s *Jobs) SettleJob(ctx context.Context, j *Job, arts []*Artifact, cost int
 		return err
 	}
 	*j = next
+	s.observer().CreditsCharged(cost)
 	return nil
 }
 
@@ -970,10 +992,20 @@ type StuckEngine struct {
 // Config.StopGrace is reported to OnStuck; the job is failed with timeout at once,
 // and the wait goes on until the engine returns.
 func (s *Jobs) ProcessJob(ctx context.Context, id, tmpRoot string, final bool) error {
+	ctx, clock := withPhaseClock(ctx)
+	err := s.processJob(ctx, id, tmpRoot, final, clock)
+	if clock.job != nil {
+		s.observer().JobPhases(s.metricOperation(clock.job), attemptOutcome(clock.job, err), clock.snapshot())
+	}
+	return err
+}
+
+func (s *Jobs) processJob(ctx context.Context, id, tmpRoot string, final bool, clock *phaseClock) error {
 	j, f, err := s.claimJob(ctx, id, true)
 	if err != nil {
 		return s.notRun(ctx, err)
 	}
+	clock.claimed(j)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The lease is renewed until the engine has returned, whatever ends the run's

@@ -27,6 +27,8 @@ type Jobs struct {
 	// OnStuck is told of an engine that did not stop within Config.StopGrace of its
 	// job's deadline: the worker takes itself out of service. nil: only the job fails.
 	OnStuck func(StuckEngine)
+	// Observer receives the figures of admissions and attempts; nil measures nothing.
+	Observer Observer
 }
 
 // liveEngines returns the engine families live workers run now. Codes:

@@ -337,6 +337,9 @@ type Job struct {
 	// first of them.
 	ArtifactCount int         `bun:"artifact_count,notnull"`
 	Artifacts     []*Artifact `bun:"-"`
+	// TraceID is the trace of the request that admitted the job (32 hex digits), for
+	// following it from the job to its trace; "" when tracing was off.
+	TraceID string `bun:"trace_id,notnull"`
 }
 
 // Terminal reports whether the job will not change state again.

@@ -174,7 +174,9 @@ type Deps struct {
 	Deliveries    DeliveryQueue
 	WebhookSender WebhookSender
 	Limiter       RateLimiter
-	Log           *slog.Logger
+	// Observer receives the figures the services measure (metrics); nil measures nothing.
+	Observer Observer
+	Log      *slog.Logger
 }
 
 // NewServices wires the services over their ports.
@@ -206,7 +208,7 @@ func NewServices(cfg Config, d Deps) *Services {
 		d.Registry = NewRegistry()
 	}
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
-		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus}
+		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus, Observer: d.Observer}
 	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner, Scratch: d.Scratch}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)

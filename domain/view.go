@@ -66,6 +66,7 @@ type JobView struct {
 	Error           *ErrorView      `json:"error"`
 	StartedAt       *time.Time      `json:"started_at"`
 	FinishedAt      *time.Time      `json:"finished_at"`
+	TraceID         *string         `json:"trace_id"`
 }
 
 // ArtifactPreview is how many of its artifacts a job carries (in GET /v1/jobs/{id},
@@ -90,7 +91,7 @@ func (j *Job) View() JobView {
 		CreditsReserved: j.CreditsReserved, CreditsCharged: j.CreditsCharged, Pricing: j.Pricing,
 		Artifacts:     artifactViews(j.Artifacts[:min(len(j.Artifacts), ArtifactPreview)]),
 		ArtifactCount: max(j.ArtifactCount, len(j.Artifacts)), ArtifactsURL: "/v1/jobs/" + j.ID + "/artifacts",
-		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, TraceID: nullable(j.TraceID)}
 	if len(v.Options) == 0 {
 		v.Options = json.RawMessage("{}")
 	}

@@ -12,7 +12,7 @@ const artifactFields = `id createdAt fileId jobId step name mimeType byteSize sh
 
 const jobFields = `id createdAt projectId fileId batchId operation preset options state progress attempts
 	creditsReserved creditsCharged pricing { rule pages estimated lines { step operation price { credits per } units credits } credits }
-	artifacts { ` + artifactFields + ` } artifactCount error { code message } startedAt finishedAt`
+	artifacts { ` + artifactFields + ` } artifactCount error { code message } startedAt finishedAt traceId`
 
 const fileFields = `id createdAt projectId filename status byteSize declaredMimeType detectedFormat { extension mimeType }
 	pages sha256 duplicateOf findings { code message } artifacts { ` + artifactFields + ` } expiresAt`

@@ -145,13 +145,26 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 		return s.recoverPanic(ctx, v)
 	})
 	gql.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		ctx, span := operationSpan(ctx)
 		if c := connFrom(ctx); c != nil && principal(ctx) != nil {
 			// An operation over a websocket takes its token as a request does.
 			if err := s.door.AdmitOperation(ctx); err != nil {
+				if span != nil {
+					span.End()
+				}
 				return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{s.presentError(ctx, err)}})
 			}
 		}
-		return next(ctx)
+		h := next(ctx)
+		if span == nil {
+			return h
+		}
+		// Ended with the operation's first response (a subscription's: once it is set up).
+		return func(ctx context.Context) *graphql.Response {
+			r := h(ctx)
+			span.End()
+			return r
+		}
 	})
 	// Loaders live for one response: a subscription's next message reads afresh.
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {

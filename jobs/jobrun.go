@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -30,10 +34,12 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		ctx, span := startAttempt(ctx, t, p.JobID, retried)
 		err := svc.Jobs.ProcessJob(ctx, p.JobID, tmpDir, retried >= maxRetry)
 		if errors.Is(err, domain.ErrJobSkipped) {
-			return nil
+			err = nil
 		}
+		domain.EndSpan(span, err)
 		return err
 	}))
 	// sweep runs one sweep and logs what it removed; a failure is the caller's to report
@@ -70,4 +76,22 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	w.Periodic("@every "+w.cfg.SweepInterval.String(), asynq.NewTask(TypeSweepJobs, nil))
 	w.Periodic("@every 5m", asynq.NewTask(TypeSweepUploads, nil))
 	w.Periodic("@every 10m", asynq.NewTask(TypeSweepIdempotency, nil))
+}
+
+// startAttempt starts the span of one attempt at a job: a trace of its own, linked to
+// the span that enqueued the job (the traceparent in the task's headers) rather than its
+// child, since an attempt may start long after the request that asked for it ended, and
+// a job may be attempted several times.
+func startAttempt(ctx context.Context, t *asynq.Task, jobID string, retried int) (context.Context, trace.Span) {
+	queue, _ := asynq.GetQueueName(ctx)
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("filemill.job_id", jobID), attribute.Int("filemill.attempt", retried+1),
+			attribute.String("messaging.destination.name", queue))}
+	if h := t.Headers(); len(h) > 0 {
+		enq := trace.SpanContextFromContext(otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(h)))
+		if enq.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: enq}))
+		}
+	}
+	return domain.Tracer.Start(ctx, "job attempt", opts...)
 }

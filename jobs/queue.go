@@ -10,6 +10,9 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -45,10 +48,19 @@ type JobRunPayload struct {
 
 // NewJobRunTask returns the task that runs a job. Its task id is the job id, so the
 // same job can never be queued twice, whoever enqueues it.
-func NewJobRunTask(jobID string) *asynq.Task {
+func NewJobRunTask(jobID string) *asynq.Task { return newJobRunTask(context.Background(), jobID) }
+
+// newJobRunTask is NewJobRunTask carrying ctx's span as a W3C traceparent in the task's
+// headers (none when tracing is off), so the attempt that runs it can link to it.
+func newJobRunTask(ctx context.Context, jobID string) *asynq.Task {
 	// Marshalling a struct of one string cannot fail.
 	payload, _ := json.Marshal(JobRunPayload{JobID: jobID})
-	return asynq.NewTask(TypeJobRun, payload, asynq.TaskID(jobID))
+	headers := map[string]string{}
+	otel.GetTextMapPropagator().Inject(ctx, propagation.MapCarrier(headers))
+	if len(headers) == 0 {
+		return asynq.NewTask(TypeJobRun, payload, asynq.TaskID(jobID))
+	}
+	return asynq.NewTaskWithHeaders(TypeJobRun, payload, headers, asynq.TaskID(jobID))
 }
 
 // QueueConfig sets how job tasks are enqueued.
@@ -138,7 +150,9 @@ func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	// takes the slot back before the attempt's own deadline.
 	timeout = (timeout + time.Second - 1).Truncate(time.Second)
 	queue := q.queueOf(t)
-	_, err := q.client.EnqueueContext(ctx, NewJobRunTask(t.JobID),
+	ctx, span := domain.StartSpan(ctx, "enqueue job", attribute.String("filemill.job_id", t.JobID),
+		attribute.String("messaging.destination.name", queue))
+	_, err := q.client.EnqueueContext(ctx, newJobRunTask(ctx, t.JobID),
 		asynq.TaskID(t.JobID),
 		asynq.Queue(queue),
 		asynq.MaxRetry(q.cfg.MaxRetry),
@@ -147,10 +161,14 @@ func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	)
 	switch {
 	case errors.Is(err, asynq.ErrTaskIDConflict):
+		span.SetAttributes(attribute.Bool("filemill.already_queued", true))
+		span.End()
 		return false, nil
 	case err != nil:
+		domain.EndSpan(span, err)
 		return false, fmt.Errorf("enqueue job %s: %w", t.JobID, err)
 	}
+	span.End()
 	publishQueued(ctx, q.rdb, queue)
 	return true, nil
 }

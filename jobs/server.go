@@ -193,6 +193,7 @@ type Server struct {
 	sweeps    *asynq.Server   // the sweep queue, with workers of its own
 	mux       *asynq.ServeMux
 	waker     *waker // wakes the job servers at an enqueue
+	pool      *poolStats
 	client    *asynq.Client
 	inspector *asynq.Inspector
 
@@ -223,7 +224,8 @@ func NewServer(opt asynq.RedisConnOpt, cfg ServerConfig, logger *slog.Logger) *S
 	s.rdb.AddHook(s.waker)
 	s.client = asynq.NewClientFromRedisClient(s.rdb)
 	s.inspector = asynq.NewInspectorFromRedisClient(s.rdb)
-	s.mux.Use(SkipNonRetryable)
+	s.pool = newPoolStats(cfg.Pools)
+	s.mux.Use(s.pool.track, SkipNonRetryable)
 	mainPoll := cfg.QueuesPollInterval
 	if mainPoll <= 0 {
 		mainPoll = cfg.TaskCheckInterval

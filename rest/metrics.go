@@ -18,8 +18,13 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(queueDepth func(ctx context.Context) (map[string]int, error)) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// newMetrics registers the HTTP metrics, the Go runtime's and the process's with reg
+// (a registry of its own when nil).
+func newMetrics(reg *prometheus.Registry, queueDepth func(ctx context.Context) (map[string]int, error)) *metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &metrics{reg: reg}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "filemill_http_requests_total", Help: "HTTP requests by route and status.",
 	}, []string{"route", "status"})

@@ -32,6 +32,7 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 func (s *Server) withMetrics(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		door.SetRoute(r.Context(), route)
 		rec := &logging.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		s.metrics.observe(route, rec.Status, time.Since(start))

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/door"
 )
@@ -24,6 +26,10 @@ type Config struct {
 	ReadinessChecks []Checker
 	// QueueDepth feeds the queue-depth gauge of the metrics; nil leaves it out.
 	QueueDepth func(ctx context.Context) (map[string]int, error)
+	// Metrics is the registry /metrics serves, which the HTTP metrics join: the
+	// process's, shared with what its other parts measure (jobs, queues, webhooks); nil,
+	// one of the server's own.
+	Metrics *prometheus.Registry
 	// Authenticators find who a request acts for, in order (package door); nil: API
 	// keys alone.
 	Authenticators []door.Authenticator
@@ -48,7 +54,7 @@ func NewServer(cfg Config, svc *domain.Services, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, svc: svc, log: log, metrics: newMetrics(cfg.QueueDepth), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, svc: svc, log: log, metrics: newMetrics(cfg.Metrics, cfg.QueueDepth), mux: http.NewServeMux()}
 	auth := cfg.Authenticators
 	if auth == nil {
 		auth = []door.Authenticator{door.APIKeys{Keys: svc.Keys}}

@@ -1152,6 +1152,9 @@ type Job struct {
 	ProjectId ProjectId          `json:"project_id"`
 	StartedAt *NullableTimestamp `json:"started_at"`
 	State     JobState           `json:"state"`
+
+	// TraceId The OpenTelemetry trace of the request that created the job (32 lowercase hex digits), to find it in the deployment's trace store; null when tracing was off (see the README's Observability section).
+	TraceId *string `json:"trace_id"`
 }
 
 // JobPreset defines model for Job.Preset.

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/uptrace/bun"
@@ -66,6 +69,10 @@ type app struct {
 	webhooks *jobs.WebhookQueue
 	sender   *jobs.HTTPSender
 	svc      *domain.Services
+	// metrics is the registry the process's /metrics serves; jobMetrics what the
+	// services measure into it.
+	metrics    *prometheus.Registry
+	jobMetrics *jobs.Metrics
 }
 
 // eventBus is the domain's bus and the relay's nudge.
@@ -193,11 +200,14 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 	a.webhooks = jobs.NewWebhookQueue(a.redisOpt)
 	guard := &netguard.Guard{Allow: cfg.OutboundAllowCIDRs}
 	a.sender = jobs.NewHTTPSender(jobs.SenderConfig{Guard: guard})
+	a.metrics = prometheus.NewRegistry()
+	a.jobMetrics = jobs.NewMetrics(a.metrics)
+	a.metrics.MustRegister(jobs.NewQueueCollector(asynq.NewInspectorFromRedisClient(a.redis)))
 	a.svc = domain.NewServices(cfg.Domain, domain.Deps{Store: a.store, Blobs: a.blobs, Queue: a.queue,
 		Fetcher: fetcher, Registry: a.registry, Engines: a.engines,
 		Directory: jobs.NewDirectory(a.redis, 250*time.Millisecond), Pages: prober, Scratch: storage.TempScratch{}, Verifier: prober, Scanner: scanner,
-		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: a.sender,
-		Limiter: ratelimit.New(a.redis), Log: a.log})
+		Guard: guard, Bus: a.bus, Deliveries: a.webhooks, WebhookSender: jobs.ObserveSender(a.sender, a.jobMetrics),
+		Limiter: ratelimit.New(a.redis), Observer: a.jobMetrics, Log: a.log})
 	return a, nil
 }
 
@@ -281,6 +291,17 @@ func noArgs(c *cobra.Command, args []string) error {
 }
 
 func runServer(ctx context.Context, cfg *Config, roles role) error {
+	shutdownTracing, err := setupTracing(ctx, roleName(roles), os.Stdout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Spans still buffered are sent, within a bound: an unreachable collector must
+		// not hold the shutdown.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
 	a, err := openApp(ctx, cfg, roles)
 	if err != nil {
 		return err
@@ -306,6 +327,7 @@ func runServer(ctx context.Context, cfg *Config, roles role) error {
 		jobs.RegisterTasks(worker, a.svc, cfg.WorkDir, log)
 		jobs.RegisterWebhookTasks(worker, a.svc, a.webhooks, jobs.WebhookConfig{PerEndpoint: cfg.WebhookEndpointConcurrency,
 			Nudges: a.bus.Nudges()}, log)
+		a.metrics.MustRegister(worker.PoolCollector(a.engines))
 		checks := worker.AdvertiseEngines(a.engines)
 		if err := worker.Start(); err != nil {
 			return fmt.Errorf("start workers: %w", err)
@@ -320,7 +342,7 @@ func runServer(ctx context.Context, cfg *Config, roles role) error {
 		api := rest.NewServer(rest.Config{
 			RequestTimeout:  30 * time.Second,
 			ReadinessChecks: a.readinessChecks(roles),
-			QueueDepth:      queueDepthFunc(a),
+			Metrics:         a.metrics,
 		}, a.svc, log)
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
@@ -338,6 +360,15 @@ func runServer(ctx context.Context, cfg *Config, roles role) error {
 			if s := listen(cfg, cfg.StorageAddr, a.local.Handler(), "storage", log, errc); s != nil {
 				servers = append(servers, s)
 			}
+		}
+	} else if cfg.MetricsAddr != "" {
+		// A worker alone serves the figures of its jobs, pools and queues on a listener
+		// of its own, with the Go runtime's and the process's.
+		a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
+		if s := listen(cfg, cfg.MetricsAddr, mux, "metrics", log, errc); s != nil {
+			servers = append(servers, s)
 		}
 	}
 
@@ -462,9 +493,16 @@ func (a *app) readinessChecks(roles role) []rest.Checker {
 	return checks
 }
 
-func queueDepthFunc(a *app) func(ctx context.Context) (map[string]int, error) {
-	insp := asynq.NewInspector(a.redisOpt)
-	return func(ctx context.Context) (map[string]int, error) { return jobs.QueueDepth(ctx, insp) }
+// roleName is the name of the command that runs roles, for the default service name
+// of its traces.
+func roleName(roles role) string {
+	switch roles {
+	case roleAPI:
+		return "api"
+	case roleWorker:
+		return "worker"
+	}
+	return "serve"
 }
 
 // firstStartBootstrap creates the default organization, project and keys the first

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"net/netip"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/filemill/filemill/domain"
 )
 
@@ -56,5 +59,9 @@ func ClientAddr(ctx context.Context) netip.Addr {
 func withIdentity(ctx context.Context, id *Identity) context.Context {
 	ctx = context.WithValue(ctx, ctxIdentity, id)
 	p := id.Principal
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String("filemill.organization_id", p.Organization.ID),
+			attribute.String("filemill.project_id", p.Key.ProjectID), attribute.String("filemill.environment", string(p.Environment())))
+	}
 	return context.WithValue(ctx, ctxLogger, Logger(ctx).With("organization_id", p.Organization.ID, "key_id", p.Key.ID))
 }

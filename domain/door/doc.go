@@ -8,6 +8,8 @@
 // The rules it applies are the domain's (domain/door.go: what counts as a credential,
 // the order of charging and refusing, the refusals themselves): this package only reads
 // them off an HTTP request. Each door renders a refusal in its own shape (Config.Refuse).
-// It imports domain and the standard library, and must never import rest, graph, db,
-// storage or jobs.
+// It opens each request's server span (OpenTelemetry; a no-op unless the process
+// traces), with the request id, organization and project as attributes.
+// It imports domain, the OpenTelemetry API and the standard library, and must never
+// import rest, graph, db, storage or jobs.
 package door

@@ -8,6 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/logging"
 )
@@ -53,15 +59,21 @@ func (d *Door) Mount(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		log := d.cfg.Log.With("request_id", id)
 		ctx := context.WithValue(context.WithValue(r.Context(), ctxRequestID, id), ctxLogger, log)
+		probe := r.URL.Path == "/healthz" || r.URL.Path == "/metrics"
+		var span trace.Span
+		if !probe {
+			ctx, span = startServerSpan(ctx, r, id)
+		}
 		start := time.Now()
 		rec := &logging.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
-		if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" {
+		if probe {
 			return
 		}
 		if rec.Status == 0 {
 			rec.Status = http.StatusOK // what net/http sends for a handler that wrote nothing
 		}
+		endServerSpan(span, rec.Status)
 		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.Status),
 			slog.Int("bytes", rec.Bytes), slog.Duration("duration", time.Since(start))}
 		if isSocket(r) {
@@ -169,4 +181,33 @@ func setRateHeaders(h http.Header, d domain.RateDecision) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int((d.Reset+time.Second-1)/time.Second)))
+}
+
+// startServerSpan starts the server span of a request, a child of the traceparent the
+// request carries, if any. It is named by the method until the door that routes the
+// request names it by its route (SetRoute) or operation.
+func startServerSpan(ctx context.Context, r *http.Request, id string) (context.Context, trace.Span) {
+	ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+	return domain.Tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("filemill.request_id", id)))
+}
+
+func endServerSpan(span trace.Span, status int) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
+	}
+	span.End()
+}
+
+// SetRoute names the request's server span by the route that serves it ("POST
+// /v1/jobs"): a bounded name, never the path with its ids.
+func SetRoute(ctx context.Context, route string) {
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.SetName(route)
+		span.SetAttributes(attribute.String("http.route", route))
+	}
 }

@@ -1142,6 +1142,8 @@ export interface components {
             error: components["schemas"]["JobError"] | null;
             started_at: components["schemas"]["NullableTimestamp"];
             finished_at: components["schemas"]["NullableTimestamp"];
+            /** @description The OpenTelemetry trace of the request that created the job (32 lowercase hex digits), to find it in the deployment's trace store; null when tracing was off (see the README's Observability section). */
+            trace_id: string | null;
         };
         /** @description What an operation costs: `credits` for each unit it counts, `per` `file` (once per run), `page` (each page it reads: counted at completion, one for an image, the pages selected where options select them) or `output` (each document it makes: a part of `pdf.split`). */
         Price: {
