@@ -59,6 +59,7 @@ type stackOpts struct {
 // the in-process Redis (the embedded default), with local storage and its host.
 func newStack(tb testing.TB, o stackOpts) *stack {
 	tb.Helper()
+	benchTracing()
 	ctx := context.Background()
 	s := &stack{}
 	var redisURL string

@@ -28,7 +28,7 @@ import (
 type Config struct {
 	Addr        string
 	StorageAddr string
-	// MetricsAddr is where the API process serves GET /metrics; "" serves none.
+	// MetricsAddr is where the process serves GET /metrics; "" serves none.
 	MetricsAddr        string
 	DataDir            string
 	WorkDir            string
@@ -106,7 +106,7 @@ func (rc *rawConfig) settings() []setting {
 	return []setting{
 		{"addr", "FILEMILL_ADDR", "127.0.0.1:8080", "API listen address", &rc.addr},
 		{"storage-addr", "FILEMILL_STORAGE_ADDR", "127.0.0.1:8081", "storage host listen address (local storage)", &rc.storageAddr},
-		{"metrics-addr", "FILEMILL_METRICS_ADDR", defaultMetricsAddr, "listen address of GET /metrics (Prometheus; every tenant's figures, no key asked: keep it on the operator's network); empty or off serves none", &rc.metricsAddr},
+		{"metrics-addr", "FILEMILL_METRICS_ADDR", defaultMetricsAddr, "listen address of GET /metrics (Prometheus; every tenant's figures, no key asked: keep it on the operator's network) in serve, api and worker processes; empty or off serves none", &rc.metricsAddr},
 		{"data-dir", "FILEMILL_DATA_DIR", "./data", "directory for the embedded database, local blobs and secrets", &rc.dataDir},
 		{"work-dir", "FILEMILL_WORK_DIR", "", "scratch space of running jobs, a directory per attempt removed as it ends (default: tmp in the data dir)", &rc.workDir},
 		{"database-url", "FILEMILL_DATABASE_URL", "", "postgres://… or a SQLite path (default: SQLite in the data dir)", &rc.databaseURL},

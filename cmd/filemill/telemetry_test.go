@@ -11,6 +11,8 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -244,6 +246,21 @@ func TestTraceFollowsAJob(t *testing.T) {
 	require.Regexp(t, `filemill_credits_reserved_total [1-9]`, am)
 	require.Contains(t, am, `filemill_queue_depth{queue=`)
 	require.Contains(t, am, `filemill_http_requests_total{route="POST /v1/jobs",status="202"}`)
+
+	// The dashboard asks only for metrics the processes serve. Two families show only
+	// after what this deployment did not do: a webhook delivery, an engine with tool
+	// instances (LibreOffice).
+	raw, err := os.ReadFile(filepath.Join("..", "..", "bench", "grafana", "filemill.json"))
+	require.NoError(t, err)
+	names := regexp.MustCompile(`filemill_[a-z_]+`).FindAllString(string(raw), -1)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		if strings.HasPrefix(name, "filemill_webhook_") || strings.HasPrefix(name, "filemill_engine_instances") ||
+			strings.HasPrefix(name, "filemill_engine_restarts") {
+			continue
+		}
+		require.True(t, strings.Contains(am, name) || strings.Contains(wm, name), "the dashboard's %s is served", name)
+	}
 }
 
 // TestNoTracesByDefault: without OTEL_TRACES_EXPORTER no span is recorded and a job has
