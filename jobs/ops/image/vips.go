@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -40,15 +39,7 @@ func vipsVersion() string {
 
 // vipsError takes libvips' error buffer (shared by all threads, so under concurrent use
 // it may hold another conversion's message too: it only goes to logs).
-func vipsError() error {
-	s := C.fm_error()
-	defer C.g_free(C.gpointer(s))
-	msg := strings.TrimSpace(C.GoString(s))
-	if msg == "" {
-		msg = "libvips failed without a message"
-	}
-	return errors.New(msg)
-}
+func vipsError() error { return vips.LastError() }
 
 // header is what a file's header tells before any pixel is decoded.
 type header struct {
