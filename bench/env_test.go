@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -107,7 +108,11 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	tb.Cleanup(func() { queue.Close() })
 	cfg := domain.DefaultConfig()
 	cfg.DefaultConcurrencyLimit = 1 << 30
-	s.engines = map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}
+	insp, err := inspect.New(inspect.DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.engines = map[string]domain.Engine{"inspect": insp}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -169,4 +174,14 @@ func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 		tb.Fatal(err)
 	}
 	return w
+}
+
+// engineOptions decodes options as the registry does, for running an engine directly.
+func engineOptions(tb testing.TB, specs []domain.OperationSpec, op, raw string) any {
+	tb.Helper()
+	o, err := domain.DecodeOptions(specs, op, json.RawMessage(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o
 }
