@@ -73,8 +73,18 @@ type EngineInput struct {
 // EngineOptions returns a run's options as T, the operation's options type; T's zero
 // value when the run has none. Options of another type are a wiring error.
 func EngineOptions[T any](in EngineInput) (T, error) {
+	o, err := OptionsAs[T](in.Options)
+	if err != nil {
+		return o, fmt.Errorf("%s: %w", in.Operation, err)
+	}
+	return o, nil
+}
+
+// OptionsAs returns options the registry decoded (a run's, a plan's) as T, the
+// operation's options type; T's zero value for none.
+func OptionsAs[T any](options any) (T, error) {
 	var zero T
-	switch o := in.Options.(type) {
+	switch o := options.(type) {
 	case nil:
 		return zero, nil
 	case T:
@@ -85,7 +95,7 @@ func EngineOptions[T any](in EngineInput) (T, error) {
 		}
 		return zero, nil
 	}
-	return zero, fmt.Errorf("%s: options of type %T, not %T", in.Operation, in.Options, zero)
+	return zero, fmt.Errorf("options of type %T, not %T", options, zero)
 }
 
 // EngineFile is one further input of a run, on local disk.
