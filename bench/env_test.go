@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ratelimit"
@@ -178,10 +178,5 @@ func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 
 // engineOptions decodes options as the registry does, for running an engine directly.
 func engineOptions(tb testing.TB, specs []domain.OperationSpec, op, raw string) any {
-	tb.Helper()
-	o, err := domain.DecodeOptions(specs, op, json.RawMessage(raw))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return o
+	return enginetest.Options(tb, specs, op, raw)
 }

@@ -20,6 +20,7 @@
 //   - internal/pdfpages: the PDF page counter the engines that count pages without a
 //     PDF library of their own are given (office, ocr);
 //   - internal/officeprops: the one office page counter (inspect, office);
+//   - enginetest: options decoded as the registry does, for tests that run an engine;
 //   - internal/docstruct, imagepdf, pagerange, zipparts, fsutil: document structure,
 //     images as PDF pages, page ranges, bounded zip reading, file helpers.
 //

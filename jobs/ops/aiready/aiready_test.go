@@ -17,7 +17,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/aiready/aireadytest"
 	"github.com/filemill/filemill/jobs/ops/catalog"
-	"github.com/filemill/filemill/jobs/ops/internal/enginetest"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 

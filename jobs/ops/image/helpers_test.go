@@ -25,8 +25,8 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	imageop "github.com/filemill/filemill/jobs/ops/image"
-	"github.com/filemill/filemill/jobs/ops/internal/enginetest"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/jobs/ops/internal/enginetest"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 	"github.com/filemill/filemill/jobs/ops/render"
