@@ -89,7 +89,11 @@ func extractFile(e *aiready.Engine, file, pdf, work, opts string) (string, error
 	}
 	f := domain.Detect(raw[:min(len(raw), 3072)])
 	src := domain.EngineFile{Path: file, Filename: filepath.Base(file), Format: f}
-	in := domain.EngineInput{Operation: aiready.Operation, Options: json.RawMessage(opts), Path: file, Filename: src.Filename,
+	o, err := domain.DecodeOptions(aiready.Specs(), aiready.Operation, json.RawMessage(opts))
+	if err != nil {
+		return "", err
+	}
+	in := domain.EngineInput{Operation: aiready.Operation, Options: o, Path: file, Filename: src.Filename,
 		Format: f, Source: src, WorkDir: work}
 	if pdf != "" {
 		in.Path, in.Filename, in.Format = pdf, filepath.Base(pdf), domain.Format{Extension: "pdf", MIMEType: "application/pdf"}
@@ -215,7 +219,7 @@ func BenchmarkAIReadyNative(b *testing.B) {
 		if err := os.Mkdir(conv, 0o700); err != nil {
 			return err
 		}
-		out, err := off.Run(context.Background(), domain.EngineInput{Operation: "convert", Options: []byte(`{"format":"pdf"}`),
+		out, err := off.Run(context.Background(), domain.EngineInput{Operation: "convert", Options: engineOptions(b, office.Specs(), "convert", `{"format":"pdf"}`),
 			Path: docx, Filename: "five.docx", Format: domain.Detect(raw[:3072]), ByteSize: int64(len(raw)), WorkDir: conv})
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +40,7 @@ func BenchmarkAIReady(b *testing.B) {
 		}
 		defer os.RemoveAll(work)
 		out, err := e.Run(context.Background(), domain.EngineInput{Operation: aiready.Operation,
-			Options: json.RawMessage(`{"chunk_size":2000}`), Path: in, Filename: "report.pdf", WorkDir: work})
+			Options: engineOptions(b, aiready.Specs(), aiready.Operation, `{"chunk_size":2000}`), Path: in, Filename: "report.pdf", WorkDir: work})
 		if err != nil {
 			return err
 		}

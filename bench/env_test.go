@@ -19,6 +19,7 @@ import (
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ratelimit"
@@ -108,7 +109,11 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	tb.Cleanup(func() { queue.Close() })
 	cfg := domain.DefaultConfig()
 	cfg.DefaultConcurrencyLimit = 1 << 30
-	s.engines = map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}
+	insp, err := inspect.New(inspect.DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.engines = map[string]domain.Engine{"inspect": insp}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -170,4 +175,9 @@ func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 		tb.Fatal(err)
 	}
 	return w
+}
+
+// engineOptions decodes options as the registry does, for running an engine directly.
+func engineOptions(tb testing.TB, specs []domain.OperationSpec, op, raw string) any {
+	return enginetest.Options(tb, specs, op, raw)
 }

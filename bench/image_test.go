@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -129,7 +128,7 @@ func BenchmarkImageConvert(b *testing.B) {
 	src := photoJPEG(b)
 	dir := b.TempDir()
 	d := benchDuration(b)
-	opts := json.RawMessage(`{"format":"webp","width":1024,"height":1024,"fit":"inside","quality":79}`)
+	opts := engineOptions(b, imageop.Specs(), "image.convert", `{"format":"webp","width":1024,"height":1024,"fit":"inside","quality":79}`)
 	for _, par := range []int{1, 2} {
 		b.Run(fmt.Sprintf("at-once=%d", par), func(b *testing.B) {
 			cfg := imageop.DefaultConfig()

@@ -72,7 +72,7 @@ func BenchmarkOCR(b *testing.B) {
 			return nil, err
 		}
 		out, err := e.Run(context.Background(), domain.EngineInput{
-			Operation: "ocr", Options: []byte(`{"outputs":["text"]}`), Path: path, Filename: name,
+			Operation: "ocr", Options: engineOptions(b, ocr.Specs(), "ocr", `{"outputs":["text"]}`), Path: path, Filename: name,
 			Format: domain.Detect(head[:min(len(head), domain.DetectSniffBytes)]), WorkDir: work,
 		})
 		if err != nil {
@@ -267,7 +267,7 @@ func BenchmarkSearchablePDF(b *testing.B) {
 				return "", err
 			}
 			out, err := e.Run(context.Background(), domain.EngineInput{
-				Operation: "ocr", Options: []byte(`{"outputs":["pdf"]}`), Path: scan, Filename: "scan.pdf",
+				Operation: "ocr", Options: engineOptions(b, ocr.Specs(), "ocr", `{"outputs":["pdf"]}`), Path: scan, Filename: "scan.pdf",
 				Format: domain.Detect(head[:domain.DetectSniffBytes]), ByteSize: int64(inSize), WorkDir: work,
 			})
 			if err != nil {
@@ -363,7 +363,7 @@ func workerOCR(b *testing.B) *ocr.Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(e.Close)
+	b.Cleanup(func() { _ = e.Close() })
 	if err := e.Check(context.Background()); err != nil {
 		b.Fatal(err)
 	}

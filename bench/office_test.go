@@ -79,7 +79,7 @@ func BenchmarkOfficeToPDF(b *testing.B) {
 				}
 				defer os.RemoveAll(work)
 				_, err := e.Run(context.Background(), domain.EngineInput{
-					Operation: "convert", Options: []byte(`{"format":"pdf"}`), Path: in, Filename: "ten.docx",
+					Operation: "convert", Options: engineOptions(b, office.Specs(), "convert", `{"format":"pdf"}`), Path: in, Filename: "ten.docx",
 					Format: format, ByteSize: int64(len(doc)), WorkDir: work,
 				})
 				return err

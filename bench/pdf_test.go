@@ -90,11 +90,15 @@ func engineRun(e domain.Engine, dir, op, opts, path string, inputs ...string) fu
 			return err
 		}
 		defer os.RemoveAll(work)
-		in := domain.EngineInput{Operation: op, Options: json.RawMessage(opts), Path: path, Filename: "bench.pdf", WorkDir: work}
+		o, err := domain.DecodeOptions(pdf.Specs(), op, json.RawMessage(opts))
+		if err != nil {
+			return err
+		}
+		in := domain.EngineInput{Operation: op, Options: o, Path: path, Filename: "bench.pdf", WorkDir: work}
 		for _, p := range inputs {
 			in.Inputs = append(in.Inputs, domain.EngineFile{FileID: "file_x", Path: p})
 		}
-		_, err := e.Run(context.Background(), in)
+		_, err = e.Run(context.Background(), in)
 		return err
 	}
 }
@@ -168,7 +172,7 @@ func BenchmarkPDFCompress(b *testing.B) {
 		if err := os.Mkdir(work, 0o700); err != nil {
 			return err
 		}
-		out, err := e.Run(context.Background(), domain.EngineInput{Operation: "pdf.compress", Options: json.RawMessage(`{"level":"medium"}`),
+		out, err := e.Run(context.Background(), domain.EngineInput{Operation: "pdf.compress", Options: engineOptions(b, pdf.Specs(), "pdf.compress", `{"level":"medium"}`),
 			Path: in, Filename: "photos.pdf", WorkDir: work})
 		if err != nil {
 			return err

@@ -2,7 +2,7 @@ package domain
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"path"
 	"strings"
 	"time"
@@ -46,14 +46,18 @@ func DescribeEngine(e Engine) EngineInfo {
 
 // EngineInput is one run's input. The caller owns Path and WorkDir and removes them.
 type EngineInput struct {
-	Operation string          // the operation or the preset step being run
-	Options   json.RawMessage // already validated against the operation's options
-	Path      string          // the input bytes on local disk
-	Filename  string          // the file's name as uploaded, made safe (SafeName): a base name, for output names
-	Format    Format          // detected at completion
-	ByteSize  int64
-	SHA256    string // "" outside the hash window
-	WorkDir   string // an empty directory for outputs
+	Operation string // the operation or the preset step being run
+	// Options are the run's options as a value of the operation's options type (its
+	// OperationSpec.Options; nil when it takes none or none were given), decoded and
+	// checked by the registry (Operation.DecodeOptions): engines take them with
+	// EngineOptions and neither decode nor check them again.
+	Options  any
+	Path     string // the input bytes on local disk
+	Filename string // the file's name as uploaded, made safe (SafeName): a base name, for output names
+	Format   Format // detected at completion
+	ByteSize int64
+	SHA256   string // "" outside the hash window
+	WorkDir  string // an empty directory for outputs
 	// Pages is the input's page count as measured at completion; 0 when unknown.
 	Pages int
 	// Source is the job's file itself. A preset step reading another step's output
@@ -64,6 +68,34 @@ type EngineInput struct {
 	Inputs []EngineFile
 	// Progress reports 0–100 for page-wise work; may be nil.
 	Progress func(percent int)
+}
+
+// EngineOptions returns a run's options as T, the operation's options type; T's zero
+// value when the run has none. Options of another type are a wiring error.
+func EngineOptions[T any](in EngineInput) (T, error) {
+	o, err := OptionsAs[T](in.Options)
+	if err != nil {
+		return o, fmt.Errorf("%s: %w", in.Operation, err)
+	}
+	return o, nil
+}
+
+// OptionsAs returns options the registry decoded (a run's, a plan's) as T, the
+// operation's options type; T's zero value for none.
+func OptionsAs[T any](options any) (T, error) {
+	var zero T
+	switch o := options.(type) {
+	case nil:
+		return zero, nil
+	case T:
+		return o, nil
+	case *T:
+		if o != nil {
+			return *o, nil
+		}
+		return zero, nil
+	}
+	return zero, fmt.Errorf("options of type %T, not %T", options, zero)
 }
 
 // EngineFile is one further input of a run, on local disk.

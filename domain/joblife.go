@@ -715,7 +715,11 @@ func (s *Jobs) runJob(ctx context.Context, j *Job, f *File, dir string) ([]*Arti
 		if eng == nil {
 			return arts, 0, &Error{Code: CodeProcessingUnavailable, Message: "the " + st.Operation.Engine + " engine is not available on this worker"}
 		}
-		opts, err := st.StepOptions(j.Options)
+		raw, err := st.StepOptions(j.Options)
+		if err != nil {
+			return arts, 0, err
+		}
+		opts, err := st.Operation.DecodeOptions(raw)
 		if err != nil {
 			return arts, 0, err
 		}

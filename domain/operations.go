@@ -304,6 +304,32 @@ func (op *Operation) ValidateOptions(raw json.RawMessage) (json.RawMessage, erro
 	return op.codec.canonical(raw)
 }
 
+// DecodeOptions checks options as ValidateOptions does and returns them as a value of
+// the operation's options type (the OperationSpec's Options; nil when it takes none):
+// what its engine's Run receives in EngineInput.Options, already checked.
+func (op *Operation) DecodeOptions(raw json.RawMessage) (any, error) {
+	_, v, err := op.codec.decode(raw)
+	return v, err
+}
+
+// DecodeOptions decodes and checks options for the operation named op among specs,
+// outside a registry but as the registry does (Operation.DecodeOptions): for running
+// an engine directly, as its tests and benchmarks do.
+func DecodeOptions(specs []OperationSpec, op string, raw json.RawMessage) (any, error) {
+	for _, spec := range specs {
+		if spec.Name != op {
+			continue
+		}
+		c, err := newOptionsCodec(spec.Options)
+		if err != nil {
+			return nil, err
+		}
+		_, v, err := c.decode(raw)
+		return v, err
+	}
+	return nil, fmt.Errorf("no operation %q among the specs", op)
+}
+
 // StepOptions are the options a step runs with: its fixed options, plus those of the
 // job's (preset) options its operation takes. A direct operation runs with the job's.
 func (st *Step) StepOptions(job json.RawMessage) (json.RawMessage, error) {

@@ -83,7 +83,10 @@ type PlanInput struct {
 // input, and refuses options its input cannot satisfy with an error naming the option
 // (OptionRefused). An operation without one reads its whole input and makes a few
 // documents.
-type PlanFunc func(options json.RawMessage, in PlanInput) (Work, error)
+//
+// options is a value of the operation's options type (nil when it takes none), decoded
+// and checked by the registry as a run's are (OptionsAs reads it).
+type PlanFunc func(options any, in PlanInput) (Work, error)
 
 // OptionRefused is the error of options that are well formed but that the job's input
 // or the deployment cannot satisfy (a page the document does not have, a language no
@@ -209,7 +212,11 @@ func (op *Operation) work(options json.RawMessage, in PlanInput) (Work, error) {
 	if op.planFunc == nil {
 		return Work{Pages: in.Pages, OutPages: in.Pages}, nil
 	}
-	w, err := op.planFunc(options, in)
+	v, err := op.DecodeOptions(options)
+	if err != nil {
+		return Work{}, err
+	}
+	w, err := op.planFunc(v, in)
 	if w.OutPages == 0 {
 		w.OutPages = in.Pages // what it passes on has the pages it read
 	}

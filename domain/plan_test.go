@@ -18,9 +18,9 @@ func planRegistry(t *testing.T) *Registry {
 	r := NewRegistry()
 	require.NoError(t, r.AddOperations(
 		OperationSpec{Name: "t.split", Engine: "pdf", Description: "split", InputFormats: []string{"pdf"}, Options: partsOptions{},
-			Price: Price{Credits: 1, Per: PerOutput}, Plan: func(raw json.RawMessage, in PlanInput) (Work, error) {
-				var o partsOptions
-				if err := json.Unmarshal(raw, &o); err != nil {
+			Price: Price{Credits: 1, Per: PerOutput}, Plan: func(options any, in PlanInput) (Work, error) {
+				o, err := OptionsAs[partsOptions](options)
+				if err != nil {
 					return Work{}, err
 				}
 				if o.Parts > in.Pages {

@@ -217,3 +217,36 @@ func TestOutputStem(t *testing.T) {
 	}
 	require.Len(t, []rune(OutputStem(strings.Repeat("é", 300)+".txt")), 100)
 }
+
+// TestDecodeOptions: an engine receives its options as its own type, defaults filled
+// in and rules checked by the registry; what the registry refuses never reaches it.
+func TestDecodeOptions(t *testing.T) {
+	t.Parallel()
+	r := testRegistry(t)
+	v, err := r.Operation("t.pages").DecodeOptions(json.RawMessage(`{"pages":"2-3","kinds":["pdf"]}`))
+	require.NoError(t, err)
+	o, err := EngineOptions[testPagesOptions](EngineInput{Operation: "t.pages", Options: v})
+	require.NoError(t, err)
+	require.Equal(t, testPagesOptions{Pages: "2-3", Format: "png", DPI: 72, Strip: true, Kinds: []string{"pdf"}}, o)
+
+	_, err = r.Operation("t.pages").DecodeOptions(json.RawMessage(`{"width":300,"dpi":100}`))
+	require.Equal(t, "options.width", AsError(err).Param, "the options type's own rule")
+	_, err = r.Operation("t.pages").DecodeOptions(json.RawMessage(`{"dpi":1}`))
+	require.Equal(t, "options.dpi", AsError(err).Param, "the schema's bound")
+
+	v, err = r.Operation("t.compress").DecodeOptions(nil)
+	require.NoError(t, err)
+	require.Nil(t, v, "an operation without options gets none")
+	none, err := EngineOptions[testPagesOptions](EngineInput{Operation: "t.pages"})
+	require.NoError(t, err)
+	require.Equal(t, testPagesOptions{}, none)
+	_, err = EngineOptions[testPagesOptions](EngineInput{Operation: "t.pages", Options: json.RawMessage(`{}`)})
+	require.Error(t, err, "raw JSON is not the engine's options: a wiring error, not a silent zero")
+
+	specs := []OperationSpec{{Name: "t.pages", Options: testPagesOptions{}}}
+	v, err = DecodeOptions(specs, "t.pages", json.RawMessage(`{"format":"jpeg"}`))
+	require.NoError(t, err)
+	require.Equal(t, "jpeg", v.(testPagesOptions).Format)
+	_, err = DecodeOptions(specs, "t.other", nil)
+	require.Error(t, err)
+}

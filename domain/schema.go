@@ -444,36 +444,44 @@ type validator interface{ Validate() error }
 // canonical checks raw options (absent, null or a JSON object) and returns them as
 // canonical JSON with defaults filled in. Codes: invalid_request with param options.NAME.
 func (c *optionsCodec) canonical(raw json.RawMessage) (json.RawMessage, error) {
+	canon, _, err := c.decode(raw)
+	return canon, err
+}
+
+// decode checks raw options as canonical does and returns them also as a value of the
+// operation's options type (nil when it takes none), the value its engine runs with.
+func (c *optionsCodec) decode(raw json.RawMessage) (json.RawMessage, any, error) {
 	obj := map[string]any{}
 	if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(t))
 		dec.UseNumber()
 		if err := dec.Decode(&obj); err != nil || dec.More() {
-			return nil, InvalidParam("options", "options must be a JSON object")
+			return nil, nil, InvalidParam("options", "options must be a JSON object")
 		}
 	}
 	out, err := c.schema.checkObject("options", obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	canon, err := json.Marshal(out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.typ != nil {
 		v := reflect.New(c.typ)
 		if err := json.Unmarshal(canon, v.Interface()); err != nil {
-			return nil, InvalidParam("options", "options do not fit the operation: %v", err)
+			return nil, nil, InvalidParam("options", "options do not fit the operation: %v", err)
 		}
 		if val, ok := v.Elem().Interface().(validator); ok {
 			if err := val.Validate(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		} else if val, ok := v.Interface().(validator); ok {
 			if err := val.Validate(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
+		return canon, v.Elem().Interface(), nil
 	}
-	return canon, nil
+	return canon, nil, nil
 }

@@ -71,8 +71,12 @@ func newEnv(t *testing.T, s *db.Store, opts ...envOpts) *env {
 	reg, err := catalog.Registry()
 	require.NoError(t, err)
 	require.NoError(t, reg.AddOperations(tunedOperation))
+	insp, err := inspect.New(inspect.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := domain.NewServices(cfg, domain.Deps{Store: store, Blobs: blobs, Clock: clock, Registry: reg,
-		Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
+		Engines: map[string]domain.Engine{"inspect": insp}})
 	e := &env{t: t, svc: svc, store: store, db: s, clock: clock}
 	e.org, err = svc.Organizations.Bootstrap(context.Background(), "org", "main", 100)
 	require.NoError(t, err)

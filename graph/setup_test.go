@@ -81,7 +81,11 @@ func setup(t testing.TB, opts ...setupOpts) *bundle {
 	t.Cleanup(func() { queue.Close() })
 	reg, err := catalog.Registry()
 	require.NoError(t, err)
-	engines := map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}
+	insp, err := inspect.New(inspect.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := map[string]domain.Engine{"inspect": insp}
 	// The embedded default's event stream, fed by a relay of the outbox.
 	bus := jobs.NewLocalBus()
 	store.OnOutbox(bus.Nudge)

@@ -150,8 +150,12 @@ func newHookEnv(t *testing.T, s *db.Store, events ...string) *hookEnv {
 	cfg.DefaultConcurrencyLimit = 10000
 	reg, err := catalog.Registry()
 	require.NoError(t, err)
+	insp, err := inspect.New(inspect.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := domain.NewServices(cfg, domain.Deps{Store: s, Clock: clock, Guard: guard, Bus: bus, WebhookSender: sender,
-		Registry: reg, Engines: map[string]domain.Engine{"inspect": inspect.New(inspect.DefaultConfig())}})
+		Registry: reg, Engines: map[string]domain.Engine{"inspect": insp}})
 	boot, err := svc.Organizations.Bootstrap(ctx, domain.NewID("org-"), "main", 1_000_000)
 	require.NoError(t, err)
 	p, err := svc.Keys.Authenticate(ctx, boot.LiveSecret, netip.MustParseAddr("127.0.0.1"))

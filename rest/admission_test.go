@@ -38,7 +38,7 @@ func admissionSetup(t *testing.T) *bundle {
 	occ.Parallel, occ.RenderBitmap, occ.CountPDFPages = 1, ocr.PDFiumRenderer(pool), pdf.CountPages
 	ocrEngine, err := ocr.New(occ)
 	require.NoError(t, err)
-	t.Cleanup(ocrEngine.Close)
+	t.Cleanup(func() { _ = ocrEngine.Close() })
 	engines["render"], engines["ocr"] = renderEngine, ocrEngine
 	b := setup(t, setupOpts{worker: true, engines: engines})
 	_, err = b.svc.Credits.Grant(context.Background(), b.orgA.Organization.ID, domain.EnvLive, 10000, "test")

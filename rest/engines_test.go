@@ -39,7 +39,7 @@ func documentEngines(t *testing.T) (map[string]domain.Engine, *pdfium.Pool) {
 	oc.Instances = 1
 	officeEngine, err := office.New(oc)
 	require.NoError(t, err)
-	t.Cleanup(officeEngine.Close)
+	t.Cleanup(func() { _ = officeEngine.Close() })
 	pc := pdfium.DefaultConfig()
 	pc.Instances = 1
 	pool, err := pdfium.New(pc)

@@ -60,8 +60,8 @@ func (platformEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.E
 		report, _ := json.Marshal(map[string]any{"read": string(src), "filename": in.Filename, "format": in.Format})
 		return write("read.json", "application/json", report)
 	case "t.pages":
-		var o unitsOptions
-		if err := json.Unmarshal(in.Options, &o); err != nil {
+		o, err := domain.EngineOptions[unitsOptions](in)
+		if err != nil {
 			return nil, err
 		}
 		var inputs []map[string]any

@@ -120,7 +120,11 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	require.NoError(t, err)
 	queue := jobs.NewQueue(redisOpt)
 	t.Cleanup(func() { queue.Close() })
-	var engine domain.Engine = inspect.New(inspect.DefaultConfig())
+	insp, err := inspect.New(inspect.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var engine domain.Engine = insp
 	if o.engine != nil {
 		engine = o.engine(engine)
 	}

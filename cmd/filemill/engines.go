@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/inspect"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/office"
+	"github.com/filemill/filemill/jobs/ops/pagetext"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 	"github.com/filemill/filemill/jobs/ops/probe"
@@ -70,7 +72,7 @@ func newEngines(cfg *Config, scanner *scan.Engine, log *slog.Logger) (_ map[stri
 		return ocrEngine, nil
 	}
 	all := map[string]func() (domain.Engine, error){
-		"inspect": func() (domain.Engine, error) { return inspect.New(inspect.DefaultConfig()), nil },
+		"inspect": func() (domain.Engine, error) { return inspect.New(inspect.DefaultConfig()) },
 		"pdf": func() (domain.Engine, error) {
 			c := pdf.DefaultConfig()
 			c.Logger = log
@@ -102,7 +104,7 @@ func newEngines(cfg *Config, scanner *scan.Engine, log *slog.Logger) (_ map[stri
 			}
 			c := aiready.DefaultConfig()
 			c.Pool = p
-			c.OCRPage = func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error) {
+			c.OCRPage = func(ctx context.Context, pdfPath string, page int) (*pagetext.Page, error) {
 				wp, err := o.RecognizePage(ctx, pdfPath, page)
 				if err != nil {
 					return nil, err
@@ -136,15 +138,12 @@ func newEngines(cfg *Config, scanner *scan.Engine, log *slog.Logger) (_ map[stri
 	notStarted = map[string]error{}
 	closeAll = func() {
 		for _, e := range out {
-			switch c := e.(type) {
-			case interface{ Close() error }:
+			if c, ok := e.(io.Closer); ok {
 				_ = c.Close()
-			case interface{ Close() }:
-				c.Close()
 			}
 		}
 		if ocrEngine != nil && out["ocr"] == nil {
-			ocrEngine.Close()
+			_ = ocrEngine.Close()
 		}
 		if pool != nil {
 			_ = pool.Close()

@@ -1,17 +1,3 @@
-// Package aiready is the engine of the ai-ready preset's last step (ai.extract): a
-// document turned into markdown that keeps its structure (headings and their levels,
-// lists, tables as pipe tables, reading order across columns, no running headers,
-// footers or page numbers), the same as plain text, and chunks for retrieval with
-// their pages, boxes, heading path and token counts.
-//
-// Documents whose own format carries their structure (DOCX, PPTX, XLSX, their ODF
-// siblings, HTML, Markdown, CSV, text) are read through it (jobs/ops/internal/
-// docstruct); where the format has pages, the PDF the preset's convert step made
-// gives each block its pages and boxes. PDFs (and documents read no other way) are
-// read from the text layer with PDFium (jobs/ops/pdfium: runs with positions, font
-// sizes and weights, and the page's rules); pages without a text layer are recognised
-// by the OCR function the worker plugs in. Layout is read from geometry alone: no
-// model, no network. Tokens are counted with BPE vocabularies built into the binary.
 package aiready
 
 import (
@@ -34,6 +20,7 @@ import (
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/internal/docstruct"
 	"github.com/filemill/filemill/jobs/ops/internal/zipparts"
+	"github.com/filemill/filemill/jobs/ops/pagetext"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
@@ -148,7 +135,7 @@ func Preset(before ...domain.StepSpec) domain.PresetSpec {
 // FontSize its size in points when the recogniser knows it, else 0 (it is then
 // estimated from the box and the letters); Width and Height the page's size in
 // points. Errors are *domain.Error for the page's faults, or ctx's error.
-type OCRFunc func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error)
+type OCRFunc func(ctx context.Context, pdfPath string, page int) (*pagetext.Page, error)
 
 // Config configures the engine.
 type Config struct {
@@ -216,6 +203,9 @@ func (e *Engine) MaxPages() int { return min(e.cfg.MaxPages, e.cfg.Pool.Config()
 var _ domain.PageLimitedEngine = (*Engine)(nil)
 
 // Version names the text engine.
+// Close releases nothing: the PDFium pool and the OCR engine are the caller's.
+func (e *Engine) Close() error { return nil }
+
 func (e *Engine) Version() string { return "layout 1; " + e.cfg.Pool.Version() }
 
 // Check reads a built-in page's text: nil when PDFium works here. OCR is the OCR
@@ -250,27 +240,14 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	if in.Operation != Operation {
 		return nil, &domain.Error{Code: domain.CodeUnsupportedOperation, Message: fmt.Sprintf("the ai engine does not serve %s", in.Operation)}
 	}
-	var o Options
-	if len(in.Options) > 0 {
-		if err := json.Unmarshal(in.Options, &o); err != nil {
-			return nil, domain.InvalidParam("options", "the options cannot be read: %v", err)
-		}
-	}
-	o.defaults()
-	switch {
-	case o.ChunkSize < 200 || o.ChunkSize > 100_000:
-		return nil, domain.InvalidParam("options.chunk_size", "chunk_size must be between 200 and 100000")
-	case o.MaxTokens < 32 || o.MaxTokens > 16384:
-		return nil, domain.InvalidParam("options.max_tokens", "max_tokens must be between 32 and 16384")
-	case o.OverlapTokens < 0:
-		return nil, domain.InvalidParam("options.overlap_tokens", "overlap_tokens must not be negative")
-	}
-	if err := o.Validate(); err != nil {
+	o, err := domain.EngineOptions[Options](in)
+	if err != nil {
 		return nil, err
 	}
+	o.defaults()
 	ch, err := newChunker(o)
 	if err != nil {
-		return nil, domain.InvalidParam("options.tokenizer", "tokenizer must be cl100k_base or o200k_base")
+		return nil, err
 	}
 
 	doc, err := e.structure(ctx, in)
@@ -407,10 +384,10 @@ func (e *Engine) words(ctx context.Context, in domain.EngineInput) ([]docstruct.
 }
 
 // pageWords splits a page's runs into words at spaces, each with its characters' box.
-func pageWords(pt *pdfium.PageText) []docstruct.Word {
+func pageWords(pt *pagetext.Page) []docstruct.Word {
 	var out []docstruct.Word
 	var b strings.Builder
-	var box pdfium.Rect
+	var box pagetext.Rect
 	flush := func() {
 		if b.Len() > 0 {
 			out = append(out, docstruct.Word{Text: b.String(), Box: docstruct.Box{Page: pt.Page, X0: box.X0, Y0: box.Y0, X1: box.X1, Y1: box.Y1}})
@@ -501,7 +478,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 			return err
 		}
 		if pt == nil {
-			pt = &pdfium.PageText{Page: scans[i]}
+			pt = &pagetext.Page{Page: scans[i]}
 		}
 		pt.Page = scans[i]
 		pd := newPageData(pt, true)
@@ -527,7 +504,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 const scanPaths = 200
 
 // hasText reports whether the page's text layer has any visible character.
-func hasText(pt *pdfium.PageText) bool {
+func hasText(pt *pagetext.Page) bool {
 	for _, r := range pt.Runs {
 		for _, c := range r.Text {
 			if c > ' ' && c != 0xA0 {

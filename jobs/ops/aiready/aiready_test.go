@@ -17,6 +17,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/aiready"
 	"github.com/filemill/filemill/jobs/ops/aiready/aireadytest"
 	"github.com/filemill/filemill/jobs/ops/catalog"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 )
 
@@ -59,7 +60,11 @@ func runOn(t *testing.T, e *aiready.Engine, pdf []byte, opts string) (*result, e
 		t.Fatal(err)
 	}
 	r := &result{}
-	out, err := e.Run(context.Background(), domain.EngineInput{Operation: aiready.Operation, Options: json.RawMessage(opts),
+	o, err := domain.DecodeOptions(aiready.Specs(), aiready.Operation, json.RawMessage(opts))
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.Run(context.Background(), domain.EngineInput{Operation: aiready.Operation, Options: o,
 		Path: in, Filename: "in.pdf", WorkDir: work, Progress: func(p int) { r.progress = append(r.progress, p) }})
 	if err != nil {
 		return nil, err
@@ -444,7 +449,7 @@ func TestDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := engine.Run(ctx, domain.EngineInput{Operation: aiready.Operation, Options: json.RawMessage(`{}`), Path: in, WorkDir: dir})
+	_, err := engine.Run(ctx, domain.EngineInput{Operation: aiready.Operation, Options: engineOptions(t, aiready.Operation, `{}`), Path: in, WorkDir: dir})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the context's", err)
 	}
@@ -687,4 +692,8 @@ func TestPresetWithConvertAndOCR(t *testing.T) {
 			t.Fatalf("step %s runs with %s, want %s", st.Name, opts, want)
 		}
 	}
+}
+
+func engineOptions(tb testing.TB, op, raw string) any {
+	return enginetest.Options(tb, aiready.Specs(), op, raw)
 }

@@ -28,7 +28,7 @@ func extract(t *testing.T, src, pdf, opts string) *result {
 	}
 	f := domain.Detect(raw)
 	source := domain.EngineFile{Path: src, Filename: filepath.Base(src), Format: f}
-	in := domain.EngineInput{Operation: aiready.Operation, Options: json.RawMessage(opts), Path: src, Filename: source.Filename,
+	in := domain.EngineInput{Operation: aiready.Operation, Options: engineOptions(t, aiready.Operation, opts), Path: src, Filename: source.Filename,
 		Format: f, Source: source, WorkDir: work}
 	if pdf != "" {
 		in.Path, in.Filename, in.Format = pdf, filepath.Base(pdf), domain.Format{Extension: "pdf", MIMEType: "application/pdf"}

@@ -7,10 +7,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/filemill/filemill/jobs/ops/pdfium"
+	"github.com/filemill/filemill/jobs/ops/pagetext"
 )
 
-type rect = pdfium.Rect
+type rect = pagetext.Rect
 
 // segment is text set continuously on one line: words joined where the gap between
 // them is a word space, split where it is wider (a table cell, another column) or
@@ -48,7 +48,7 @@ type pageData struct {
 
 // newPageData reduces a page's text; ocr says its runs are recognised words, whose
 // boxes hug their ink and whose size may be unknown.
-func newPageData(pt *pdfium.PageText, ocr bool) *pageData {
+func newPageData(pt *pagetext.Page, ocr bool) *pageData {
 	p := &pageData{page: pt.Page, w: pt.Width, h: pt.Height, rules: pt.Rules, ocr: ocr}
 	p.segs = buildSegments(pt.Runs, verticalRules(pt.Rules), ocr)
 	for _, s := range p.segs {
@@ -77,7 +77,7 @@ type run struct {
 
 // buildSegments groups runs into rows (boxes overlapping vertically by half the
 // smaller height) and each row into segments.
-func buildSegments(runs []pdfium.TextRun, vrules []rect, ocr bool) []*segment {
+func buildSegments(runs []pagetext.Run, vrules []rect, ocr bool) []*segment {
 	rs := make([]run, 0, len(runs))
 	for _, r := range runs {
 		t := clean(r.Text)

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	imageop "github.com/filemill/filemill/jobs/ops/image"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 )
@@ -65,8 +66,12 @@ func convertWith(t testing.TB, e *imageop.Engine, name string, data []byte, opts
 	require.NoError(t, os.Mkdir(work, 0o700))
 	raw, err := json.Marshal(opts)
 	require.NoError(t, err)
+	o, err := domain.DecodeOptions(imageop.Specs(), imageop.OperationConvert, raw)
+	if err != nil {
+		return nil, err
+	}
 	head := data[:min(len(data), domain.DetectSniffBytes)]
-	out, err := e.Run(context.Background(), domain.EngineInput{Operation: "image.convert", Options: raw, Path: in,
+	out, err := e.Run(context.Background(), domain.EngineInput{Operation: "image.convert", Options: o, Path: in,
 		Filename: name, Format: domain.Detect(head), ByteSize: int64(len(data)), WorkDir: work})
 	if err != nil {
 		require.Nil(t, out)
@@ -483,4 +488,8 @@ func minimalPDF(w, h int) []byte {
 		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
 	}
 	return pdftest.Objects(objs...)
+}
+
+func engineOptions(tb testing.TB, op, raw string) any {
+	return enginetest.Options(tb, imageop.Specs(), op, raw)
 }

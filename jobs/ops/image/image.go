@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -175,7 +174,7 @@ func (e *Engine) Check(ctx context.Context) error {
 		if err := os.Mkdir(work, 0o700); err != nil {
 			return err
 		}
-		opts, _ := json.Marshal(Options{Format: f, Width: ptr(8), Effort: ptr(0)})
+		opts := Options{Format: f, Width: ptr(8), Effort: ptr(0)}
 		if _, err := e.Run(ctx, domain.EngineInput{Operation: OperationConvert, Options: opts,
 			Path: filepath.Join(dir, "in.png"), Filename: "check.png", WorkDir: work}); err != nil {
 			return fmt.Errorf("image: %s output does not work here: %w", f, err)
@@ -245,13 +244,8 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	if in.Operation != "" && in.Operation != OperationConvert {
 		return nil, &domain.Error{Code: domain.CodeUnsupportedOperation, Message: "the image engine does not run " + in.Operation}
 	}
-	var opts Options
-	if len(in.Options) > 0 && string(in.Options) != "null" {
-		if err := json.Unmarshal(in.Options, &opts); err != nil {
-			return nil, domain.InvalidParam("options", "options do not match image.convert's: %v", err)
-		}
-	}
-	if err := opts.Validate(); err != nil {
+	opts, err := domain.EngineOptions[Options](in)
+	if err != nil {
 		return nil, err
 	}
 

@@ -147,7 +147,7 @@ func TestPixelBombRefusedFromHeader(t *testing.T) {
 			before := procStatus(t, "VmRSS")
 			resetPeak(t)
 			start := time.Now()
-			_, err := e.Run(ctx, domain.EngineInput{Operation: "image.convert", Options: json.RawMessage(`{"format":"webp","width":100}`),
+			_, err := e.Run(ctx, domain.EngineInput{Operation: "image.convert", Options: engineOptions(t, "image.convert", `{"format":"webp","width":100}`),
 				Path: in, Filename: name, WorkDir: dir})
 			peak := procStatus(t, "VmHWM")
 			t.Logf("%s (%d bytes): refused in %s, resident peak +%d kB (bound 32 MiB): %v", name, len(data),
@@ -181,7 +181,7 @@ func TestMemoryStaysFlat(t *testing.T) {
 		work := filepath.Join(dir, fmt.Sprintf("w%d", i))
 		require.NoError(t, os.Mkdir(work, 0o700))
 		_, err := e.Run(context.Background(), domain.EngineInput{Operation: "image.convert",
-			Options: json.RawMessage(variants[i%len(variants)]), Path: in, Filename: "a.jpg", WorkDir: work})
+			Options: engineOptions(t, "image.convert", variants[i%len(variants)]), Path: in, Filename: "a.jpg", WorkDir: work})
 		require.NoError(t, err)
 		require.NoError(t, os.RemoveAll(work))
 	}
@@ -207,7 +207,7 @@ func TestDeadlineStopsConversion(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, encPNG(t, photo(1000, 1000, 12)), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := e.Run(ctx, domain.EngineInput{Operation: "image.convert", Options: json.RawMessage(`{"format":"png","effort":9,"width":10000}`),
+	_, err := e.Run(ctx, domain.EngineInput{Operation: "image.convert", Options: engineOptions(t, "image.convert", `{"format":"png","effort":9,"width":10000}`),
 		Path: in, Filename: "a.png", WorkDir: dir})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoFileExists(t, filepath.Join(dir, "image.png"), "no partial output left")

@@ -2,7 +2,6 @@ package image_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -129,7 +128,7 @@ func TestRenderStopsAtItsDeadline(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, doc, 0o600))
 	work := filepath.Join(dir, "work")
 	require.NoError(t, os.Mkdir(work, 0o700))
-	opts, _ := json.Marshal(map[string]any{"format": "png", "effort": 9})
+	opts := engineOptions(t, imageop.OperationConvert, `{"format":"png","effort":9}`)
 
 	const deadline = 1500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)

@@ -1,7 +1,11 @@
 package image
 
+// The C side is jobs/ops/internal/vips (vips.c, vips.h), the one libvips binding;
+// importing that package links it in, and its Init is the one start of libvips.
+
 /*
 #cgo pkg-config: vips libwebp
+#cgo CFLAGS: -I${SRCDIR}/../internal/vips
 #include "vips.h"
 */
 import "C"
@@ -10,25 +14,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/filemill/filemill/jobs/ops/internal/vips"
 )
 
-// libvips is process-wide: it is started once, and its thread count and operation
-// cache are global settings.
-var (
-	vipsOnce    sync.Once
-	vipsInitErr error
-)
-
+// libvips is process-wide: it is started once (by the shared binding, for every
+// engine), and its thread count and operation cache are global settings.
 func startVips() error {
-	vipsOnce.Do(func() {
-		if C.fm_init() != 0 {
-			vipsInitErr = fmt.Errorf("image: starting libvips: %w", vipsError())
-		}
-	})
-	return vipsInitErr
+	if err := vips.Init(); err != nil {
+		return fmt.Errorf("image: %w", err)
+	}
+	return nil
 }
 
 func configureVips(threads, cacheOps int, cacheMem int64, cacheFiles int) {
@@ -36,20 +34,12 @@ func configureVips(threads, cacheOps int, cacheMem int64, cacheFiles int) {
 }
 
 func vipsVersion() string {
-	return fmt.Sprintf("libvips %d.%d.%d", int(C.vips_version(0)), int(C.vips_version(1)), int(C.vips_version(2)))
+	return "libvips " + vips.Version()
 }
 
 // vipsError takes libvips' error buffer (shared by all threads, so under concurrent use
 // it may hold another conversion's message too: it only goes to logs).
-func vipsError() error {
-	s := C.fm_error()
-	defer C.g_free(C.gpointer(s))
-	msg := strings.TrimSpace(C.GoString(s))
-	if msg == "" {
-		msg = "libvips failed without a message"
-	}
-	return errors.New(msg)
-}
+func vipsError() error { return vips.LastError() }
 
 // header is what a file's header tells before any pixel is decoded.
 type header struct {

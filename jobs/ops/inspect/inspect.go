@@ -83,10 +83,16 @@ type Engine struct {
 
 var _ domain.Engine = (*Engine)(nil)
 
-// New returns an inspect engine; non-positive limits take their defaults.
-func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg.withDefaults()}
+// New returns an inspect engine; zero limits take their defaults.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg.withDefaults()}, nil
 }
+
+// Close releases nothing: the engine holds no resource between runs.
+func (e *Engine) Close() error { return nil }
 
 // Report is the content of inspect.json. Its shape is part of the public contract:
 // add fields, never rename or remove them. Exactly one of the per-format sections is

@@ -105,7 +105,7 @@ func section(t *testing.T, raw map[string]any, name string) map[string]any {
 
 func TestCommonFields(t *testing.T) {
 	t.Parallel()
-	eng := inspect.New(inspect.DefaultConfig())
+	eng := newEngine(t, inspect.DefaultConfig())
 
 	t.Run("WithHash", func(t *testing.T) {
 		data := []byte("PK\x03\x04 not really a zip, just bytes \x00\x01\x02")
@@ -147,7 +147,7 @@ func TestContextCancelled(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, []byte("hello\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := inspect.New(inspect.Config{}).Run(ctx, domain.EngineInput{Path: in, WorkDir: dir,
+	_, err := newEngine(t, inspect.Config{}).Run(ctx, domain.EngineInput{Path: in, WorkDir: dir,
 		Format: domain.Format{Extension: "txt", MIMEType: "text/plain"}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Nil(t, domain.AsError(err), "a cancellation is not the file's fault")
@@ -256,7 +256,7 @@ var reportDoc = pdfDoc{
 
 func TestPDF(t *testing.T) {
 	t.Parallel()
-	eng := inspect.New(inspect.DefaultConfig())
+	eng := newEngine(t, inspect.DefaultConfig())
 	pdfFormat := domain.Format{Extension: "pdf", MIMEType: "application/pdf"}
 
 	t.Run("TextLayerAndMetadata", func(t *testing.T) {
@@ -301,7 +301,7 @@ func TestPDF(t *testing.T) {
 
 	t.Run("TextBeyondPageLimitIsUnknown", func(t *testing.T) {
 		doc := pdfDoc{version: "1.7", mediaBox: a4, pages: []pdfPage{{content: drawing}, {content: drawing}, {content: showText, font: true}}}
-		rep, raw := run(t, inspect.New(inspect.Config{MaxPages: 2}), "long.pdf", doc.bytes())
+		rep, raw := run(t, newEngine(t, inspect.Config{MaxPages: 2}), "long.pdf", doc.bytes())
 		require.Equal(t, ptr(3), rep.PDF.PageCount)
 		require.True(t, rep.PDF.ExceedsPageLimit)
 		v, ok := section(t, raw, "pdf")["text_layer"]
@@ -545,7 +545,7 @@ func tiffGray(w, h int, orientation uint16) []byte {
 
 func TestImage(t *testing.T) {
 	t.Parallel()
-	eng := inspect.New(inspect.DefaultConfig())
+	eng := newEngine(t, inspect.DefaultConfig())
 
 	pal := image.NewPaletted(image.Rect(0, 0, 10, 10), color.Palette{color.Black, color.White, color.RGBA{255, 0, 0, 255}, color.RGBA{0, 0, 255, 255}})
 	gray16 := image.NewGray16(image.Rect(0, 0, 7, 3))
@@ -649,7 +649,7 @@ func TestImage(t *testing.T) {
 	}
 
 	t.Run("PixelLimitIsConfigurable", func(t *testing.T) {
-		rep, _ := run(t, inspect.New(inspect.Config{MaxPixels: 1000}), "img.png", pngBytes(t, rgbaImage(40, 30)))
+		rep, _ := run(t, newEngine(t, inspect.Config{MaxPixels: 1000}), "img.png", pngBytes(t, rgbaImage(40, 30)))
 		require.True(t, rep.Image.ExceedsPixelLimit)
 	})
 
@@ -743,7 +743,7 @@ func docx(t *testing.T) []byte {
 
 func TestOffice(t *testing.T) {
 	t.Parallel()
-	eng := inspect.New(inspect.DefaultConfig())
+	eng := newEngine(t, inspect.DefaultConfig())
 
 	odt := zipBytes(t,
 		zipPart{name: "mimetype", body: "application/vnd.oasis.opendocument.text", store: true},
@@ -834,7 +834,7 @@ func TestOffice(t *testing.T) {
 			zipPart{name: "content.xml", body: big},
 		)
 		require.Less(t, len(data), 1<<20)
-		rep, _ := run(t, inspect.New(inspect.Config{MaxXMLBytes: 1 << 20}), "big.ods", data)
+		rep, _ := run(t, newEngine(t, inspect.Config{MaxXMLBytes: 1 << 20}), "big.ods", data)
 		// The sheet count falls back to the statistics in meta.xml.
 		require.Equal(t, ptr(5), rep.Office.Sheets)
 		require.Equal(t, []string{"content.xml"}, rep.Office.SkippedParts)
@@ -869,7 +869,7 @@ func TestOffice(t *testing.T) {
 		requireCode(t, err, domain.CodeCorruptedFile)
 		require.Contains(t, err.Error(), "holds 10002 entries")
 
-		_, _, err = runErr(t, inspect.New(inspect.Config{MaxZipEntries: 3}), "small.docx", docx(t), "")
+		_, _, err = runErr(t, newEngine(t, inspect.Config{MaxZipEntries: 3}), "small.docx", docx(t), "")
 		requireCode(t, err, domain.CodeCorruptedFile)
 	})
 
@@ -958,7 +958,7 @@ func encryptedOOXML() []byte { return compoundFile("EncryptedPackage") }
 
 func TestText(t *testing.T) {
 	t.Parallel()
-	eng := inspect.New(inspect.DefaultConfig())
+	eng := newEngine(t, inspect.DefaultConfig())
 	utf16le := func(s string, bom bool) []byte {
 		var b []byte
 		if bom {
@@ -1011,7 +1011,7 @@ func TestTextReportsProgress(t *testing.T) {
 	in := filepath.Join(dir, "input")
 	require.NoError(t, os.WriteFile(in, data, 0o600))
 	var seen []int
-	_, err := inspect.New(inspect.DefaultConfig()).Run(context.Background(), domain.EngineInput{
+	_, err := newEngine(t, inspect.DefaultConfig()).Run(context.Background(), domain.EngineInput{
 		Operation: "inspect", Path: in, Filename: "a.txt", Format: domain.Detect(data[:domain.DetectSniffBytes]),
 		ByteSize: int64(len(data)), WorkDir: dir, Progress: func(p int) { seen = append(seen, p) },
 	})
@@ -1019,4 +1019,13 @@ func TestTextReportsProgress(t *testing.T) {
 	require.Greater(t, len(seen), 5, "progress along the way: %v", seen)
 	require.Equal(t, 100, seen[len(seen)-1])
 	require.IsIncreasing(t, seen)
+}
+
+func newEngine(t *testing.T, cfg inspect.Config) *inspect.Engine {
+	t.Helper()
+	e, err := inspect.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -240,7 +240,10 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Close frees the idle tesseract instances.
-func (e *Engine) Close() { e.pool.close() }
+func (e *Engine) Close() error {
+	e.pool.close()
+	return nil
+}
 
 // Version is libtesseract's version, e.g. "tesseract 5.3.0".
 func (e *Engine) Version() string { return "tesseract " + tessVersion() }
@@ -306,13 +309,8 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	if in.Operation != "ocr" {
 		return nil, fmt.Errorf("ocr: unknown operation %q", in.Operation)
 	}
-	var o Options
-	if len(in.Options) > 0 {
-		if err := json.Unmarshal(in.Options, &o); err != nil {
-			return nil, domain.InvalidParam("options", "options must be a JSON object: %v", err)
-		}
-	}
-	if err := o.Validate(); err != nil {
+	o, err := domain.EngineOptions[Options](in)
+	if err != nil {
 		return nil, err
 	}
 	if len(o.Languages) == 0 {

@@ -79,8 +79,12 @@ func run(t *testing.T, e *ocr.Engine, path string, opts ocr.Options, progress fu
 	work := filepath.Join(t.TempDir(), "work")
 	require.NoError(t, os.Mkdir(work, 0o700))
 	raw, _ := json.Marshal(opts)
+	o, err := domain.DecodeOptions(ocr.Specs(), "ocr", raw)
+	if err != nil {
+		return nil, err
+	}
 	out, err := e.Run(context.Background(), domain.EngineInput{
-		Operation: "ocr", Options: raw, Path: path, Filename: filepath.Base(path),
+		Operation: "ocr", Options: o, Path: path, Filename: filepath.Base(path),
 		Format: domain.Detect(b[:min(len(b), domain.DetectSniffBytes)]), ByteSize: int64(len(b)),
 		WorkDir: work, Progress: progress,
 	})
@@ -547,7 +551,7 @@ func countingEngine(t *testing.T) (*ocr.Engine, *atomic.Int64) {
 	cfg.PageContent = ocr.PDFiumContent(pool)
 	e, err := ocr.New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close() })
 	return e, rendered
 }
 

@@ -1,7 +1,6 @@
 package ocr
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,9 +18,9 @@ var (
 
 // plan is ocr's plan: every page recognised and priced, in languages the OCR workers
 // have (they announce them; any of them may take the job).
-func plan(raw json.RawMessage, in domain.PlanInput) (domain.Work, error) {
-	var o Options
-	if err := json.Unmarshal(raw, &o); err != nil {
+func plan(options any, in domain.PlanInput) (domain.Work, error) {
+	o, err := domain.OptionsAs[Options](options)
+	if err != nil {
 		return domain.Work{}, err
 	}
 	if have := in.Engine.Languages; have != nil {

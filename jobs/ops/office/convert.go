@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -159,13 +158,8 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	if in.Operation != "convert" {
 		return nil, fmt.Errorf("office: unknown operation %q", in.Operation)
 	}
-	var opts ConvertOptions
-	if len(in.Options) > 0 {
-		if err := json.Unmarshal(in.Options, &opts); err != nil {
-			return nil, domain.InvalidParam("options", "options must be a JSON object: %v", err)
-		}
-	}
-	if err := opts.Validate(); err != nil {
+	opts, err := domain.EngineOptions[ConvertOptions](in)
+	if err != nil {
 		return nil, err
 	}
 	if opts.Format == "" {

@@ -2,6 +2,7 @@ package office
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
@@ -16,6 +17,8 @@ import (
 
 // maxMarkupBytes bounds the HTML and Markdown read into memory.
 const maxMarkupBytes = 32 << 20
+
+var errTooLarge = errors.New("office: input too large")
 
 // markdownToHTML renders Markdown (with tables) as a sanitised HTML page. Raw HTML in
 // the Markdown is dropped (goldmark's default), so only sanitised markup remains.

@@ -200,7 +200,10 @@ func New(cfg Config) (*Engine, error) {
 
 // Close kills the pool's instances and removes their profiles when the engine made
 // the directory.
-func (e *Engine) Close() { e.pool.close() }
+func (e *Engine) Close() error {
+	e.pool.close()
+	return nil
+}
 
 // Instances reports the pool's instances (for logs, metrics and tests).
 func (e *Engine) Instances() []runner.InstanceState { return e.pool.sup.Instances() }

@@ -78,7 +78,7 @@ func newEngine(t *testing.T, mut func(*office.Config)) *office.Engine {
 	mut(&cfg)
 	e, err := office.New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close() })
 	return e
 }
 
@@ -113,7 +113,11 @@ func convertCtx(ctx context.Context, t *testing.T, e *office.Engine, name string
 	require.NoError(t, os.WriteFile(in, data, 0o600))
 	work := filepath.Join(dir, "work")
 	require.NoError(t, os.Mkdir(work, 0o700))
-	opts, _ := json.Marshal(office.ConvertOptions{Format: format})
+	raw, _ := json.Marshal(office.ConvertOptions{Format: format})
+	opts, err := domain.DecodeOptions(office.Specs(), "convert", raw)
+	if err != nil {
+		return nil, err
+	}
 	head := data[:min(len(data), domain.DetectSniffBytes)]
 	out, err := e.Run(ctx, domain.EngineInput{
 		Operation: "convert", Options: opts, Path: in, Filename: name, Format: domain.Detect(head),

@@ -32,7 +32,7 @@ func checkRoundTrip(ctx context.Context, e *Engine) error {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}
-	out, err := e.Run(ctx, domain.EngineInput{Operation: "pdf.pages", Options: []byte(`{"pages":"2"}`), Path: in, WorkDir: work})
+	out, err := e.Run(ctx, domain.EngineInput{Operation: "pdf.pages", Options: PagesOptions{Pages: "2"}, Path: in, WorkDir: work})
 	if err != nil {
 		return fmt.Errorf("pdf: check: %w", err)
 	}

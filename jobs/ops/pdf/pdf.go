@@ -1,12 +1,7 @@
-// Package pdf is the engine of the PDF operations on pdfcpu: pdf.merge, pdf.pages,
-// pdf.split and pdf.compress. It also exports CountPages (pages at upload completion)
-// and Verify (the check of any PDF output). It knows nothing of HTTP, queues or
-// databases; its errors are *domain.Error with the contract's codes.
 package pdf
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -219,6 +214,10 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{cfg: cfg, log: log}, nil
 }
 
+// Close releases nothing: the engine holds no resource between runs (libvips is
+// process-wide).
+func (e *Engine) Close() error { return nil }
+
 // Version is the PDF library's version (and the image codec's, for compress).
 func (e *Engine) Version() string {
 	return "pdfcpu " + model.VersionStr + ", libvips " + vips.Version()
@@ -247,42 +246,31 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	}
 	switch in.Operation {
 	case "pdf.merge":
-		var o MergeOptions
-		if err := decode(in.Options, &o); err != nil {
+		o, err := domain.EngineOptions[MergeOptions](in)
+		if err != nil {
 			return nil, err
 		}
 		return e.merge(ctx, in, o)
 	case "pdf.pages":
-		var o PagesOptions
-		if err := decode(in.Options, &o); err != nil {
+		o, err := domain.EngineOptions[PagesOptions](in)
+		if err != nil {
 			return nil, err
 		}
 		return e.pages(ctx, in, o)
 	case "pdf.split":
-		var o SplitOptions
-		if err := decode(in.Options, &o); err != nil {
+		o, err := domain.EngineOptions[SplitOptions](in)
+		if err != nil {
 			return nil, err
 		}
 		return e.split(ctx, in, o)
 	case "pdf.compress":
-		var o CompressOptions
-		if err := decode(in.Options, &o); err != nil {
+		o, err := domain.EngineOptions[CompressOptions](in)
+		if err != nil {
 			return nil, err
 		}
 		return e.compress(ctx, in, o)
 	}
 	return nil, &domain.Error{Code: domain.CodeUnsupportedOperation, Message: fmt.Sprintf("the pdf engine does not serve %s", in.Operation)}
-}
-
-type validator interface{ Validate() error }
-
-func decode(raw json.RawMessage, into validator) error {
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, into); err != nil {
-			return domain.InvalidParam("options", "the options cannot be read: %v", err)
-		}
-	}
-	return into.Validate()
 }
 
 const pdfMIME = "application/pdf"

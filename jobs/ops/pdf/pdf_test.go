@@ -82,7 +82,11 @@ func (r *run) do(op, opts, path string, inputs ...string) (*domain.EngineOutput,
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	in := domain.EngineInput{Operation: op, Options: json.RawMessage(opts), Path: path, Filename: "report.pdf", WorkDir: work,
+	o, err := domain.DecodeOptions(pdf.Specs(), op, json.RawMessage(opts))
+	if err != nil {
+		return nil, err
+	}
+	in := domain.EngineInput{Operation: op, Options: o, Path: path, Filename: "report.pdf", WorkDir: work,
 		Progress: func(p int) { r.prog = append(r.prog, p) }}
 	for i, p := range inputs {
 		in.Inputs = append(in.Inputs, domain.EngineFile{FileID: fmt.Sprintf("file_%d", i), Path: p})

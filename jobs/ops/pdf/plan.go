@@ -1,7 +1,6 @@
 package pdf
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -43,9 +42,9 @@ func planSelection(s string, in domain.PlanInput, param string) ([]int, error) {
 
 // planPages is pdf.pages' plan: the page selection, deletions and rotations name pages
 // the document has, and at least one page is left.
-func planPages(raw json.RawMessage, in domain.PlanInput) (domain.Work, error) {
-	var o PagesOptions
-	if err := json.Unmarshal(raw, &o); err != nil {
+func planPages(options any, in domain.PlanInput) (domain.Work, error) {
+	o, err := domain.OptionsAs[PagesOptions](options)
+	if err != nil {
 		return domain.Work{}, err
 	}
 	kept := in.Pages
@@ -82,9 +81,9 @@ func planPages(raw json.RawMessage, in domain.PlanInput) (domain.Work, error) {
 
 // planSplit is pdf.split's plan: its parts, each a document priced on its own; the
 // ranges name pages the document has, and the parts fit in a job.
-func planSplit(raw json.RawMessage, in domain.PlanInput) (domain.Work, error) {
-	var o SplitOptions
-	if err := json.Unmarshal(raw, &o); err != nil {
+func planSplit(options any, in domain.PlanInput) (domain.Work, error) {
+	o, err := domain.OptionsAs[SplitOptions](options)
+	if err != nil {
 		return domain.Work{}, err
 	}
 	var parts int

@@ -8,57 +8,20 @@ import (
 	"unicode/utf16"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/pagetext"
 )
 
-// PageText is the text layer of one page, as PDFium reads it.
-type PageText struct {
-	Page int // 1-based
-	// Width and Height are the page's size in points as displayed; every box below is
-	// in the same space: origin at the top-left corner, y growing downwards.
-	Width, Height float64
-	// Text is the page's text in PDFium's order, with the spaces and line breaks it
-	// infers from positions; empty when the page has no text layer.
-	Text string
-	// Runs are the pieces of text drawn in one font at one size on one line, in
-	// content order.
-	Runs []TextRun
-	// Rules are the page's straight horizontal and vertical strokes and thin bars
-	// (table borders, separators, underlines), drawn on the page itself.
-	Rules []Rect
-	// Images and Paths count the page's image and path objects: a page with images and
-	// no text is a scan.
-	Images, Paths int
-}
+// The page text PDFium reads is the engines' shared type (package pagetext), so an
+// engine reading page text (aiready) takes it from OCR as well, without PDFium.
+type (
+	PageText = pagetext.Page
+	TextRun  = pagetext.Run
+	Char     = pagetext.Char
+	Rect     = pagetext.Rect
+)
 
-// TextRun is text drawn in one font at one size on one line.
-type TextRun struct {
-	Text string
-	Box  Rect
-	// FontName is the font's PostScript name without a subset prefix ("Helvetica-Bold").
-	FontName string
-	// FontSize is the size the text appears at, in points (the font size scaled by the
-	// text and graphics matrices).
-	FontSize float64
-	// Weight is the font weight (400 regular, 700 bold); 0 when the font does not say.
-	Weight int
-	Bold   bool
-	Italic bool
-	// Chars are the run's characters with their boxes; len(Chars) ≥ the runes of Text
-	// only when a glyph maps to several runes (ligatures).
-	Chars []Char
-}
-
-// Char is one character and its box.
-type Char struct {
-	Rune rune
-	Box  Rect
-}
-
-// Rect is a box in points: X0 < X1 left to right, Y0 < Y1 top to bottom.
-type Rect struct{ X0, Y0, X1, Y1 float64 }
-
-func (r Rect) union(o Rect) Rect {
-	return Rect{math.Min(r.X0, o.X0), math.Min(r.Y0, o.Y0), math.Max(r.X1, o.X1), math.Max(r.Y1, o.Y1)}
+func union(r, o Rect) Rect {
+	return Rect{X0: math.Min(r.X0, o.X0), Y0: math.Min(r.Y0, o.Y0), X1: math.Max(r.X1, o.X1), Y1: math.Max(r.Y1, o.Y1)}
 }
 
 // maxCharsPerPage bounds the text read from one page (a real page has a few thousand).
@@ -168,7 +131,7 @@ func (d *Document) Text(ctx context.Context, n int) (*PageText, error) {
 		}
 		l, t, rr, b := in.f32(box), in.f32(box+4), in.f32(box+8), in.f32(box+12)
 		cb := toDisplay(l, t, rr, b)
-		flat := Rect{l, -t, rr, -b}
+		flat := Rect{X0: l, Y0: -t, X1: rr, Y1: -b}
 
 		fi := fonts[obj]
 		if fi == nil {
@@ -186,8 +149,8 @@ func (d *Document) Text(ctx context.Context, n int) (*PageText, error) {
 			sb.Reset()
 		}
 		curObj = obj
-		cur.Box = cur.Box.union(cb)
-		curFlat = curFlat.union(flat)
+		cur.Box = union(cur.Box, cb)
+		curFlat = union(curFlat, flat)
 		cur.Chars = append(cur.Chars, Char{Rune: r, Box: cb})
 		sb.WriteRune(r)
 		cur.Text = sb.String()
@@ -332,6 +295,6 @@ func (pg *page) displayTransform(ctx context.Context) (func(l, t, r, b float64) 
 	return func(l, t, r, b float64) Rect {
 		x0, y0 := point(l, t)
 		x1, y1 := point(r, b)
-		return Rect{math.Min(x0, x1), math.Min(y0, y1), math.Max(x0, x1), math.Max(y0, y1)}
+		return Rect{X0: math.Min(x0, x1), Y0: math.Min(y0, y1), X1: math.Max(x0, x1), Y1: math.Max(y0, y1)}
 	}, nil
 }

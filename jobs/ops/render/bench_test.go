@@ -2,7 +2,6 @@ package render_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +22,7 @@ func BenchmarkRender50(b *testing.B) {
 	if dpi == "" {
 		dpi = "72"
 	}
-	opts := json.RawMessage(`{"format":"` + format + `","dpi":` + dpi + `}`)
+	opts := engineOptions(b, "pdf.render", `{"format":"`+format+`","dpi":`+dpi+`}`)
 	pages := 0
 	for b.Loop() {
 		work, _ := os.MkdirTemp(dir, "w")

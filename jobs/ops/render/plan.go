@@ -1,8 +1,6 @@
 package render
 
 import (
-	"encoding/json"
-
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/internal/pagerange"
 )
@@ -15,9 +13,9 @@ var _ domain.PageLimitedEngine = (*Engine)(nil)
 // plan is pdf.render's plan: one image per selected page (a page listed twice is
 // rendered once), each page priced; the selection names pages the document has, and
 // the images fit in a job.
-func plan(raw json.RawMessage, in domain.PlanInput) (domain.Work, error) {
-	var o Options
-	if err := json.Unmarshal(raw, &o); err != nil {
+func plan(options any, in domain.PlanInput) (domain.Work, error) {
+	o, err := domain.OptionsAs[Options](options)
+	if err != nil {
 		return domain.Work{}, err
 	}
 	pages := in.Pages

@@ -1,12 +1,8 @@
-// Package render is the engine of pdf.render: PDF pages to PNG, JPEG or WebP images,
-// one artifact per page, rendered by PDFium (jobs/ops/pdfium) on as many instances as
-// the pool spares. It imports the domain types and its libraries, nothing of jobs.
 package render
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -146,13 +142,8 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	if in.Operation != "pdf.render" {
 		return nil, &domain.Error{Code: domain.CodeUnsupportedOperation, Message: fmt.Sprintf("the render engine does not serve %s", in.Operation)}
 	}
-	var o Options
-	if len(in.Options) > 0 {
-		if err := json.Unmarshal(in.Options, &o); err != nil {
-			return nil, domain.InvalidParam("options", "the options cannot be read: %v", err)
-		}
-	}
-	if err := o.Validate(); err != nil {
+	o, err := domain.EngineOptions[Options](in)
+	if err != nil {
 		return nil, err
 	}
 	if o.Format == "" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/enginetest"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
 	"github.com/filemill/filemill/jobs/ops/render"
@@ -42,8 +43,12 @@ func run(t *testing.T, pdf []byte, opts string) (*domain.EngineOutput, []int, er
 		t.Fatal(err)
 	}
 	var progress []int
+	o, err := domain.DecodeOptions(render.Specs(), "pdf.render", json.RawMessage(opts))
+	if err != nil {
+		return nil, nil, err
+	}
 	out, err := engine.Run(context.Background(), domain.EngineInput{
-		Operation: "pdf.render", Options: json.RawMessage(opts), Path: in, Filename: "My Report.pdf", WorkDir: work,
+		Operation: "pdf.render", Options: o, Path: in, Filename: "My Report.pdf", WorkDir: work,
 		Progress: func(p int) { progress = append(progress, p) },
 	})
 	return out, progress, err
@@ -185,4 +190,8 @@ func TestSpecs(t *testing.T) {
 	if len(s) != 1 || s[0].Name != "pdf.render" || s[0].Engine != "render" || s[0].Price.Per != "page" {
 		t.Fatalf("%+v", s)
 	}
+}
+
+func engineOptions(tb testing.TB, op, raw string) any {
+	return enginetest.Options(tb, render.Specs(), op, raw)
 }

@@ -1,25 +1,27 @@
-// Package vips is a thin cgo binding over the few libvips calls the PDF engines need:
-// encoding rendered pages (PNG, JPEG, WebP), re-encoding embedded images at a smaller
-// size, and decoding an image file upright (its EXIF orientation applied) for the
-// engines that read images as pages (OCR, image → PDF). Every buffer handed to libvips is first copied into memory libvips owns, so
-// nothing in its operation cache can point at Go memory.
+// Package vips is filemill's one cgo binding of libvips, started once per process by
+// Init. vips.c and vips.h are the image engine's calls (header reads, the thumbnail
+// pipeline, encoders, output checks, the kill flag); the image engine's Go wrappers of
+// them live in jobs/ops/image (vips.go), which includes vips.h and links against this
+// package. The calls below are the PDF engines': encoding rendered pages (PNG, JPEG,
+// WebP), re-encoding embedded images at a smaller size, and decoding an image file
+// upright (its EXIF orientation applied) for the engines that read images as pages
+// (OCR, image → PDF). Every buffer handed to libvips is first copied into memory
+// libvips owns, so nothing in its operation cache can point at Go memory.
 package vips
 
 /*
-#cgo pkg-config: vips
+#cgo pkg-config: vips libwebp
 #include <stdlib.h>
 #include <string.h>
 #include <vips/vips.h>
 
-// libvips also reports every error it returns as a warning on stderr; callers return
-// the error itself.
-static void fm_quiet(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {}
-
-static int fm_init(void) {
-	if (vips_init("filemill")) return -1;
-	g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG, fm_quiet, NULL);
-	return 0;
-}
+// From vips.c, the one start of libvips (its loaders limited to the allowed ones, its
+// warnings kept off stderr: callers return the error itself) and the kill flag that
+// libvips' progress callback reads.
+int fm_init(void);
+void fm_flag_set(int *flag);
+void fm_watch(VipsImage *im, int *flag);
+void fm_unwatch(VipsImage *im, int *flag);
 
 // fm_pack copies rows of bands-per-pixel samples (stride bytes apart) into a tight buffer,
 // keeping only the first keep bands (RGBx → RGB).
@@ -60,26 +62,6 @@ static int fm_save(VipsImage *im, int fmt, int q, const char *path, void **out, 
 	}
 }
 
-// libvips emits "eval" on an image watched for progress as each tile of a pipeline
-// reading it is computed: the kill flag set here when *flag is (the caller's context
-// ended) makes the next tile's request fail, and the call return an error. It is set
-// again at every tile, since libvips clears it once it has been seen.
-static void fm_eval(VipsImage *im, VipsProgress *progress, int *flag) {
-	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) vips_image_set_kill(im, TRUE);
-}
-
-static void fm_watch(VipsImage *im, int *flag) {
-	vips_image_set_progress(im, TRUE);
-	g_signal_connect(im, "eval", G_CALLBACK(fm_eval), flag);
-}
-
-// fm_unwatch removes fm_watch's handler before the flag is freed: the image may live
-// on in libvips' operation cache.
-static void fm_unwatch(VipsImage *im, int *flag) {
-	g_signal_handlers_disconnect_matched(im, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, flag);
-}
-
-static void fm_flag_set(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELEASE); }
 
 static int fm_encode(const unsigned char *src, int w, int h, int stride, int bands, int keep,
 		int fmt, int q, const char *path, void **out, size_t *len, int *flag) {
@@ -239,7 +221,8 @@ var (
 	initErr  error
 )
 
-// Init starts libvips once per process; later calls return the first result.
+// Init starts libvips once per process; later calls return the first result. Every
+// package that calls libvips starts it here.
 func Init() error {
 	initOnce.Do(func() {
 		if C.fm_init() != 0 {
@@ -264,6 +247,10 @@ func takeError() string {
 	}
 	return s
 }
+
+// LastError returns and clears libvips' error buffer, as takeError, for the callers of
+// vips.c outside this package (the image engine).
+func LastError() error { return errors.New(takeError()) }
 
 // Pixels is an 8-bit image in memory: Bands samples per pixel, rows Stride bytes apart.
 // Keep says how many leading bands are image data (1 gray, 3 RGB); the rest are padding.
