@@ -94,8 +94,8 @@ func (t *timedEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.E
 		t.byJob = map[string]time.Duration{}
 	}
 	dir := filepath.Base(filepath.Dir(in.Path))
-	if len(dir) > len(domain.WorkDirPrefix)+30 {
-		t.byJob[dir[len(domain.WorkDirPrefix):len(domain.WorkDirPrefix)+30]] += d
+	if len(dir) > len(jobs.WorkDirPrefix)+30 {
+		t.byJob[dir[len(jobs.WorkDirPrefix):len(jobs.WorkDirPrefix)+30]] += d
 	}
 	t.mu.Unlock()
 	return out, err

@@ -24,9 +24,6 @@ type Jobs struct {
 	accounts  sync.Map // organization/environment -> credit account id
 	// Bus receives running jobs' progress; nil for none.
 	Bus EventBus
-	// OnStuck is told of an engine that did not stop within Config.StopGrace of its
-	// job's deadline: the worker takes itself out of service. nil: only the job fails.
-	OnStuck func(StuckEngine)
 	// Observer receives the figures of admissions and attempts; nil measures nothing.
 	Observer Observer
 }

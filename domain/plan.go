@@ -223,13 +223,13 @@ func (op *Operation) work(options json.RawMessage, in PlanInput) (Work, error) {
 	return w, err
 }
 
-// artifactNames keeps the names of a job's artifacts apart, so saving them by name
+// ArtifactNames keeps the names of a job's artifacts apart, so saving them by name
 // never overwrites one with another.
-type artifactNames map[string]bool
+type ArtifactNames map[string]bool
 
-// take returns name, or, when the job has an artifact of that name already, name with
+// Take returns name, or, when the job has an artifact of that name already, name with
 // "-2", "-3", … before its extension.
-func (n artifactNames) take(name string) string {
+func (n ArtifactNames) Take(name string) string {
 	out := name
 	ext := path.Ext(name)
 	for i := 2; n[out]; i++ {

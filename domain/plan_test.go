@@ -80,12 +80,12 @@ func TestArtifactNamesAreKeptApart(t *testing.T) {
 	require.Equal(t, "photo-128.webp", steps[1].OutputName("photo.webp"))
 	require.Equal(t, "noext-128", steps[1].OutputName("noext"))
 
-	names := artifactNames{}
-	require.Equal(t, "a.pdf", names.take("a.pdf"))
-	require.Equal(t, "a-2.pdf", names.take("a.pdf"))
-	require.Equal(t, "a-3.pdf", names.take("a.pdf"))
-	require.Equal(t, "b", names.take("b"))
-	require.Equal(t, "b-2", names.take("b"))
+	names := ArtifactNames{}
+	require.Equal(t, "a.pdf", names.Take("a.pdf"))
+	require.Equal(t, "a-2.pdf", names.Take("a.pdf"))
+	require.Equal(t, "a-3.pdf", names.Take("a.pdf"))
+	require.Equal(t, "b", names.Take("b"))
+	require.Equal(t, "b-2", names.Take("b"))
 }
 
 func TestDescribeEngine(t *testing.T) {

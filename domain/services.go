@@ -41,8 +41,9 @@ type Config struct {
 	JobTimeout        time.Duration
 	OperationTimeouts map[string]time.Duration
 	// StopGrace is how long an attempt past its deadline waits for its engine to stop
-	// before it records the timeout anyway and reports the engine stuck (Jobs.OnStuck):
-	// the attempt's slot stays taken until the engine has really stopped.
+	// before it records the timeout anyway and reports the engine stuck
+	// (jobs.Attempts.OnStuck): the attempt's slot stays taken until the engine has
+	// really stopped.
 	StopGrace time.Duration
 	// IdempotencyLease is how long a request's claim of its Idempotency-Key outlives its
 	// holder's last renewal (renewed five times per lease while the request runs): a

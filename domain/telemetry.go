@@ -84,9 +84,9 @@ func (NopObserver) CreditsReserved(int64)                              {}
 func (NopObserver) CreditsCharged(int64)                               {}
 func (NopObserver) WebhookDelivery(string, time.Duration)              {}
 
-// phaseClock sums an attempt's time per phase; it rides in the attempt's context so
+// PhaseClock sums an attempt's time per phase; it rides in the attempt's context so
 // the places that spend the time (a download, an engine run, an upload) add to it.
-type phaseClock struct {
+type PhaseClock struct {
 	mu  sync.Mutex
 	d   map[string]time.Duration
 	job *Job // the job the attempt claimed; nil when it claimed none
@@ -94,14 +94,15 @@ type phaseClock struct {
 
 type phaseClockKey struct{}
 
-func withPhaseClock(ctx context.Context) (context.Context, *phaseClock) {
-	c := &phaseClock{d: map[string]time.Duration{}}
+// WithPhaseClock starts the phase clock of an attempt, in the context it returns.
+func WithPhaseClock(ctx context.Context) (context.Context, *PhaseClock) {
+	c := &PhaseClock{d: map[string]time.Duration{}}
 	return context.WithValue(ctx, phaseClockKey{}, c), c
 }
 
-// addPhase adds the time since start to ctx's attempt's phase; nothing outside one.
-func addPhase(ctx context.Context, phase string, start time.Time) {
-	c, _ := ctx.Value(phaseClockKey{}).(*phaseClock)
+// AddPhase adds the time since start to ctx's attempt's phase; nothing outside one.
+func AddPhase(ctx context.Context, phase string, start time.Time) {
+	c, _ := ctx.Value(phaseClockKey{}).(*PhaseClock)
 	if c == nil {
 		return
 	}
@@ -110,7 +111,8 @@ func addPhase(ctx context.Context, phase string, start time.Time) {
 	c.mu.Unlock()
 }
 
-func (c *phaseClock) snapshot() map[string]time.Duration {
+// Snapshot is the time spent so far, by phase.
+func (c *PhaseClock) Snapshot() map[string]time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]time.Duration, len(c.d))
@@ -120,9 +122,9 @@ func (c *phaseClock) snapshot() map[string]time.Duration {
 	return out
 }
 
-// metricOperation is the operation label of a job: its operation, or its preset's name
+// MetricOperation is the operation label of a job: its operation, or its preset's name
 // when it is one of the registry's (a bounded set); "preset" otherwise.
-func (s *Jobs) metricOperation(j *Job) string {
+func (s *Jobs) MetricOperation(j *Job) string {
 	if j.Operation != "" {
 		return j.Operation
 	}
@@ -132,15 +134,23 @@ func (s *Jobs) metricOperation(j *Job) string {
 	return "preset"
 }
 
-func (s *Jobs) observer() Observer {
+// Observed is the Observer, or one that measures nothing.
+func (s *Jobs) Observed() Observer {
 	if s.Observer == nil {
 		return NopObserver{}
 	}
 	return s.Observer
 }
 
-// claimed notes the job an attempt claimed; its first claim ends its time in the queue.
-func (c *phaseClock) claimed(j *Job) {
+// Job is the job the attempt claimed; nil when it claimed none.
+func (c *PhaseClock) Job() *Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.job
+}
+
+// Claimed notes the job an attempt claimed; its first claim ends its time in the queue.
+func (c *PhaseClock) Claimed(j *Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.job = j
@@ -149,9 +159,9 @@ func (c *phaseClock) claimed(j *Job) {
 	}
 }
 
-// attemptOutcome is how an attempt of j ended, from ProcessJob's answer and the state
+// AttemptOutcome is how an attempt of j ended, from ProcessJob's answer and the state
 // it left j in.
-func attemptOutcome(j *Job, err error) string {
+func AttemptOutcome(j *Job, err error) string {
 	switch {
 	case errors.Is(err, ErrNotRun):
 		return OutcomeNotRun
@@ -167,15 +177,15 @@ func attemptOutcome(j *Job, err error) string {
 	return OutcomeSkipped
 }
 
-// runEngine runs one pipeline step's engine in a span of its own (its family and
+// RunEngine runs one pipeline step's engine in a span of its own (its family and
 // operation as attributes), its time counted in the engine phase. It is the one place
 // engines are measured, whatever engine runs.
-func (s *Jobs) runEngine(ctx context.Context, op *Operation, eng Engine, in EngineInput) (*EngineOutput, error) {
+func (s *Jobs) RunEngine(ctx context.Context, op *Operation, eng Engine, in EngineInput) (*EngineOutput, error) {
 	ctx, span := Tracer.Start(ctx, "engine "+op.Engine, trace.WithAttributes(
 		attribute.String("filemill.engine", op.Engine), attribute.String("filemill.operation", op.Name)))
 	start := time.Now()
 	out, err := eng.Run(ctx, in)
-	addPhase(ctx, PhaseEngine, start)
+	AddPhase(ctx, PhaseEngine, start)
 	if err == nil && out != nil && span.IsRecording() {
 		span.SetAttributes(attribute.Int("filemill.units", out.Units), attribute.Int("filemill.outputs", len(out.Artifacts)))
 	}

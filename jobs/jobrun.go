@@ -24,9 +24,9 @@ import (
 // An engine that does not stop at its job's deadline takes the worker out of service
 // (Server.TakeOutOfService).
 func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Logger) {
-	svc.Jobs.OnStuck = func(st domain.StuckEngine) {
+	attempts := &Attempts{Jobs: svc.Jobs, OnStuck: func(st StuckEngine) {
 		w.TakeOutOfService(fmt.Sprintf("job %s: the %s engine did not stop %s after its deadline", st.JobID, st.Operation, st.Since.Round(time.Second)))
-	}
+	}}
 	w.Handle(TypeJobRun, asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var p JobRunPayload
 		if err := json.Unmarshal(t.Payload(), &p); err != nil {
@@ -35,7 +35,7 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		ctx, span := startAttempt(ctx, t, p.JobID, retried)
-		err := svc.Jobs.ProcessJob(ctx, p.JobID, tmpDir, retried >= maxRetry)
+		err := attempts.ProcessJob(ctx, p.JobID, tmpDir, retried >= maxRetry)
 		if errors.Is(err, domain.ErrJobSkipped) {
 			err = nil
 		}

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/filemill/filemill/domain"
 )
 
 // staleWorkDir is how long a job's scratch directory may go untouched before it counts
@@ -30,7 +28,7 @@ func SweepWorkDir(dir string, olderThan time.Duration, now time.Time) (int, erro
 	removed := 0
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), domain.WorkDirPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), WorkDirPrefix) {
 			continue
 		}
 		info, err := e.Info()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/redistest"
@@ -28,8 +27,8 @@ func TestSweepWorkDir(t *testing.T) {
 		require.NoError(t, os.Chtimes(p, now.Add(-age), now.Add(-age)))
 		return p
 	}
-	stale := mk(domain.WorkDirPrefix+"job_A-1", 2*time.Hour)
-	fresh := mk(domain.WorkDirPrefix+"job_B-1", time.Minute)
+	stale := mk(jobs.WorkDirPrefix+"job_A-1", 2*time.Hour)
+	fresh := mk(jobs.WorkDirPrefix+"job_B-1", time.Minute)
 	other := mk("keep-me", 2*time.Hour)
 
 	n, err := jobs.SweepWorkDir(dir, time.Hour, now)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/domain/netguard"
+	"github.com/filemill/filemill/jobs"
 )
 
 // hookReceiver is an HTTPS webhook receiver on loopback that records what it gets.
@@ -132,7 +133,7 @@ func TestWebhookEventsAtTheirTransitions(t *testing.T) {
 	sameAs(hr, "/v1/files/"+ready)
 
 	j := b.createJob(b.liveA, map[string]any{"file_id": ready, "operation": "inspect"}).json(t)
-	require.NoError(t, b.svc.Jobs.ProcessJob(ctx, j["id"].(string), t.TempDir(), true))
+	require.NoError(t, (&jobs.Attempts{Jobs: b.svc.Jobs}).ProcessJob(ctx, j["id"].(string), t.TempDir(), true))
 	hr = verified(rc.waitFor(t, "job.succeeded", j["id"].(string)))
 	sameAs(hr, "/v1/jobs/"+j["id"].(string))
 	require.NotEmpty(t, hr.event.Data.Object["artifacts"])
@@ -140,7 +141,7 @@ func TestWebhookEventsAtTheirTransitions(t *testing.T) {
 	// job.failed: a PDF that is not one.
 	corrupt := b.readyFile(b.liveA, "bad.pdf", append([]byte("%PDF-1.7\n"), randomBytes(2000)...))
 	jf := b.createJob(b.liveA, map[string]any{"file_id": corrupt, "operation": "inspect"}).json(t)
-	require.NoError(t, b.svc.Jobs.ProcessJob(ctx, jf["id"].(string), t.TempDir(), true))
+	require.NoError(t, (&jobs.Attempts{Jobs: b.svc.Jobs}).ProcessJob(ctx, jf["id"].(string), t.TempDir(), true))
 	hr = verified(rc.waitFor(t, "job.failed", jf["id"].(string)))
 	sameAs(hr, "/v1/jobs/"+jf["id"].(string))
 	require.Equal(t, "failed", hr.event.Data.Object["state"])

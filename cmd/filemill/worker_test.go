@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/db/dbtest"
-	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/eventually"
+	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -113,7 +113,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	})
 	require.Equal(t, 202, status2, "%v", job)
 	jobURL := base + "/v1/jobs/" + job["id"].(string)
-	scratch := filepath.Join(work, domain.WorkDirPrefix+job["id"].(string)+"-*")
+	scratch := filepath.Join(work, jobs.WorkDirPrefix+job["id"].(string)+"-*")
 	// The job turns running when claimed, a moment before the attempt makes its scratch
 	// directory: the kill waits for the directory, so the attempt is surely under way.
 	eventually.True(t, "the worker to begin the job", func() bool {
