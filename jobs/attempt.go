@@ -13,8 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/filemill/filemill/domain"
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/filemill/filemill/domain"
 )
 
 // Attempts runs the attempts of jobs on a worker: each in a scratch directory of its
