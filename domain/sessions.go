@@ -287,6 +287,23 @@ func (s *People) SignOut(ctx context.Context, p *Principal) error {
 	return err
 }
 
+// EndSession signs out the session a token names, if it names one: a browser that signs
+// in again replaces its session.
+func (s *People) EndSession(ctx context.Context, token string) error {
+	if !wellFormedToken(sessionTokenPrefix, token) {
+		return nil
+	}
+	sess, _, _, _, err := s.Store.FindSessionByHash(ctx, HashKey(token))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.Store.RevokeSession(ctx, sess.ID, s.Clock.Now())
+	return err
+}
+
 // ListSessions lists the principal's person's live sessions, newest first. Codes:
 // forbidden (a key).
 func (s *People) ListSessions(ctx context.Context, p *Principal) ([]*Session, error) {
