@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,17 @@ func TestConsoleSignIn(t *testing.T) {
 		}
 		r := b.anonymous(`query { invitation(token: "fmi_nope") { email } }`, nil).ok(t)
 		require.Nil(t, r.Data["invitation"])
+		// The console's client sends queries as GET: the same fields, and only they.
+		for q, code := range map[string]string{`{ invitation(token: "fmi_nope") { email } }`: "", `{ files { nodes { id } } }`: "missing_credentials"} {
+			req, err := http.NewRequest("GET", b.srv.URL+"/graphql?query="+url.QueryEscape(q), nil)
+			require.NoError(t, err)
+			r := b.send(req)
+			if code == "" {
+				r.ok(t)
+			} else {
+				require.Equal(t, code, r.code(t))
+			}
+		}
 	})
 
 	t.Run("SignOut", func(t *testing.T) {

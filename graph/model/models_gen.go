@@ -209,8 +209,9 @@ type SignInPayload struct {
 
 // Live changes over a websocket (graphql-transport-ws, or the legacy graphql-ws), with
 // the key in the upgrade's Authorization header or in connection_init's payload
-// {"authorization": "Bearer <key>"}. Each first sends the current state, then every
-// change; a revoked key's subscriptions end.
+// {"authorization": "Bearer <key>"} — or, from the console's own origin, its session
+// cookie with connection_init's {"csrfToken": …}. Each first sends the current state,
+// then every change; a revoked key's or ended session's subscriptions end.
 type Subscription struct {
 }
 
