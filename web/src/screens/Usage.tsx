@@ -106,10 +106,10 @@ export function Usage() {
       </Card>
       <div className="grid two">
         <Card title="Uploaded per day" actions={<span className="muted small">{bytes(sum((d) => d.uploadedBytes))}</span>}>
-          {sum((d) => d.uploadedBytes) === 0 ? <Empty title="Nothing uploaded in this range" /> : <BarChart data={chart((d) => d.uploadedBytes)} unit="bytes" label="Bytes uploaded per day" height={120} />}
+          {sum((d) => d.uploadedBytes) === 0 ? <Empty title="Nothing uploaded in this range" /> : <BarChart data={chart((d) => d.uploadedBytes)} unit="bytes" format={bytes} label="Bytes uploaded per day" height={120} />}
         </Card>
         <Card title="Egress per day" actions={<span className="muted small">{bytes(sum((d) => d.egressBytes))}</span>}>
-          {sum((d) => d.egressBytes) === 0 ? <Empty title="Nothing served in this range" /> : <BarChart data={chart((d) => d.egressBytes)} unit="bytes" label="Bytes served per day" height={120} />}
+          {sum((d) => d.egressBytes) === 0 ? <Empty title="Nothing served in this range" /> : <BarChart data={chart((d) => d.egressBytes)} unit="bytes" format={bytes} label="Bytes served per day" height={120} />}
         </Card>
       </div>
       <Card title="Per operation">
