@@ -389,6 +389,12 @@ func (s *People) ChangeRole(ctx context.Context, p *Principal, id, role string) 
 // owner the organization scope. The last owner stays. Codes: insufficient_scope,
 // not_found, conflict (the last owner).
 func (s *People) RemoveMember(ctx context.Context, p *Principal, id string) (*Membership, error) {
+	if p.User == nil {
+		// A key is no member: it may only remove others.
+		if err := p.RequireScope(ScopeManage); err != nil {
+			return nil, err
+		}
+	}
 	var out *Membership
 	err := s.Store.InTx(ctx, func(tx Store) error {
 		if err := tx.LockOrganization(ctx, p.Organization.ID); err != nil {

@@ -22,8 +22,8 @@ type People struct {
 // expiry is judged to within it.
 const SessionTouchEvery = time.Minute
 
-// maxSessionsListed bounds the sessions shown to a person.
-const maxSessionsListed = 100
+// MaxSessionsListed bounds the sessions shown to a person.
+const MaxSessionsListed = 100
 
 // SignInRequest is a person signing in.
 type SignInRequest struct {
@@ -311,7 +311,7 @@ func (s *People) ListSessions(ctx context.Context, p *Principal) ([]*Session, er
 		return nil, err
 	}
 	now := s.Clock.Now()
-	all, err := s.Store.FindUserSessions(ctx, p.User.ID, now, maxSessionsListed)
+	all, err := s.Store.FindUserSessions(ctx, p.User.ID, now, MaxSessionsListed)
 	if err != nil {
 		return nil, err
 	}
