@@ -52,7 +52,6 @@ type OperationUsage struct {
 	Credits   int64
 }
 
-
 // JobFilter selects jobs for listing, newest first.
 type JobFilter struct {
 	Scope
