@@ -258,6 +258,18 @@ func (s *Store) MarkWebhookEndpointHealthy(ctx context.Context, id string) error
 	return err
 }
 
+// EnableWebhookEndpoint enables a disabled endpoint not deleted, clearing why it was
+// disabled and since when it was failing; false when nothing changed.
+func (s *Store) EnableWebhookEndpoint(ctx context.Context, id string) (bool, error) {
+	n, err := affected(s.w().NewUpdate().Model((*domain.WebhookEndpoint)(nil)).Set("status = ?", domain.EndpointEnabled).
+		Set("disabled_reason = ''").Set("disabled_at = NULL").Set("failing_since = NULL").
+		Where("id = ?", id).Where("status = ?", domain.EndpointDisabled).Where("deleted_at IS NULL").Exec(ctx))
+	if err != nil {
+		return false, fmt.Errorf("enable webhook endpoint %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
 // DisableWebhookEndpoint disables an enabled endpoint, when failingBefore is set only if
 // it has been failing since before that moment.
 func (s *Store) DisableWebhookEndpoint(ctx context.Context, id, reason string, at time.Time, failingBefore *time.Time) (bool, error) {

@@ -166,3 +166,69 @@ func orEmpty[T any](s []T) []T {
 	}
 	return s
 }
+
+// FindAPIKeyPage returns one page of an organization's keys (one project's when set),
+// newest first, and whether more follow.
+func (s *Store) FindAPIKeyPage(ctx context.Context, f domain.APIKeyFilter) ([]*domain.APIKey, bool, error) {
+	if f.OrganizationID == "" {
+		return nil, false, errors.New("db: list of API keys without an organization")
+	}
+	rows, more, err := findPage[domain.APIKey](ctx, s.r(), "API keys", f.Page, func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("organization_id = ?", f.OrganizationID)
+		if f.ProjectID != "" {
+			q = q.Where("project_id = ?", f.ProjectID)
+		}
+		return q
+	})
+	return rows, more, err
+}
+
+// CountActiveAPIKeys counts an organization's keys neither revoked nor expired at now.
+func (s *Store) CountActiveAPIKeys(ctx context.Context, orgID string, now time.Time) (int, error) {
+	n, err := s.r().NewSelect().Model((*domain.APIKey)(nil)).Where("organization_id = ?", orgID).
+		Where("revoked_at IS NULL").Where("expires_at IS NULL OR expires_at > ?", now.UTC()).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count API keys of %s: %w", orgID, err)
+	}
+	return int(n), nil
+}
+
+// TouchAPIKey sets a key's last use.
+func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	if _, err := s.w().NewUpdate().Model((*domain.APIKey)(nil)).Set("last_used_at = ?", at.UTC()).Where("id = ?", id).Exec(ctx); err != nil {
+		return fmt.Errorf("touch API key %s: %w", id, err)
+	}
+	return nil
+}
+
+// FindProjects returns up to limit of an organization's projects, oldest first.
+func (s *Store) FindProjects(ctx context.Context, orgID string, limit int) ([]*domain.Project, error) {
+	return findAll[domain.Project](ctx, s.r(), "projects", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("organization_id = ?", orgID).Order("id").Limit(int64(max(limit, 1)))
+	})
+}
+
+// CountProjects counts an organization's projects.
+func (s *Store) CountProjects(ctx context.Context, orgID string) (int, error) {
+	n, err := s.r().NewSelect().Model((*domain.Project)(nil)).Where("organization_id = ?", orgID).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count projects of %s: %w", orgID, err)
+	}
+	return int(n), nil
+}
+
+// RenameProject renames a project; domain.ErrDuplicate when its organization has one of
+// that name, domain.ErrNotFound when there is no such project.
+func (s *Store) RenameProject(ctx context.Context, id, name string) error {
+	n, err := affected(s.w().NewUpdate().Model((*domain.Project)(nil)).Set("name = ?", name).Where("id = ?", id).Exec(ctx))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("rename project %s: %w: %w", id, domain.ErrDuplicate, err)
+		}
+		return fmt.Errorf("rename project %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("project %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}

@@ -295,17 +295,20 @@ func (w *Webhooks) findEnabledEndpoint(ctx context.Context, p *Principal, id str
 	return ep, nil
 }
 
-// SendTest queues a signed webhook.test event to an endpoint and returns the event.
+// SendTest queues a signed webhook.test event — the ping — to an endpoint and returns
+// the event and its delivery, recorded like any other. It is delivered to this endpoint
+// only: no endpoint can list webhook.test, so no subscriber receives one it did not
+// ask for, and it is neither listed among the events nor published to subscriptions.
 // Codes: not_found, environment_mismatch, key_restricted, conflict (disabled endpoint).
-func (w *Webhooks) SendTest(ctx context.Context, p *Principal, id string) (*Event, error) {
+func (w *Webhooks) SendTest(ctx context.Context, p *Principal, id string) (*Event, *Delivery, error) {
 	ep, err := w.findEnabledEndpoint(ctx, p, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := w.Clock.Now()
 	e, err := NewEvent(EventWebhookTest, ep.OrganizationID, ep.ProjectID, ep.Environment, ep.ID, ep.View(), now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := &Delivery{ID: NewID(PrefixDelivery), EndpointID: ep.ID, EventID: e.ID, EventType: e.Type, Status: DeliveryPending,
 		NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}
@@ -316,10 +319,10 @@ func (w *Webhooks) SendTest(ctx context.Context, p *Principal, id string) (*Even
 		return tx.CreateDeliveries(ctx, []*Delivery{d})
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w.schedule(ctx, DeliveryTask{DeliveryID: d.ID, EndpointID: ep.ID})
-	return e, nil
+	return e, d, nil
 }
 
 // schedule hands an attempt to the queue; a failure is left to the due-delivery sweep.

@@ -70,6 +70,17 @@ const (
 	// CodeResponseTooLarge: a GraphQL answer over the door's byte bound, replaced by
 	// this error. Not a code of section 7: REST answers have bounds of their own.
 	CodeResponseTooLarge = "response_too_large"
+
+	// The console's sign-in codes (GraphQL only; not codes of section 7).
+	// CodeInvalidCredentials: a sign-in whose email or password is wrong — one answer
+	// for both, so it tells nothing about which emails have accounts (401).
+	CodeInvalidCredentials = "invalid_credentials"
+	// CodeSignInLocked: too many failed sign-ins for one email; it is locked for a while,
+	// whether or not an account has it (429).
+	CodeSignInLocked = "sign_in_locked"
+	// CodeInvalidSession: a session cookie that is unknown, signed out, expired, or sent
+	// without its CSRF token (401).
+	CodeInvalidSession = "invalid_session"
 )
 
 // Codes lists every code of the contract, for tests and the error table.

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -81,6 +82,32 @@ type Keys struct {
 	Store Store
 	Clock Clock
 	cache *authCache
+
+	mu      sync.Mutex
+	touched map[string]time.Time // when this process last wrote a key's last use
+}
+
+// KeyUseResolution is how often a key's last use is written at most: a busy key costs
+// one write a minute, not one per request.
+const KeyUseResolution = time.Minute
+
+// noteUse records that key authenticated a request at now, at most once per
+// KeyUseResolution. Best effort: a failed write leaves the older time.
+func (k *Keys) noteUse(ctx context.Context, key *APIKey, now time.Time) {
+	if key.LastUsedAt != nil && now.Sub(*key.LastUsedAt) < KeyUseResolution {
+		return
+	}
+	k.mu.Lock()
+	if last, ok := k.touched[key.ID]; ok && now.Sub(last) < KeyUseResolution {
+		k.mu.Unlock()
+		return
+	}
+	if k.touched == nil || len(k.touched) >= 10000 {
+		k.touched = map[string]time.Time{} // bounded: forgetting costs one more write
+	}
+	k.touched[key.ID] = now
+	k.mu.Unlock()
+	_ = k.Store.TouchAPIKey(context.WithoutCancel(ctx), key.ID, now)
 }
 
 // CreateKey mints a key and returns it with its secret, which is never shown again.
@@ -191,6 +218,7 @@ func (k *Keys) Authenticate(ctx context.Context, secret string, ip netip.Addr) (
 	if !ipAllowed(key.IPAllowList, ip) {
 		return nil, Errorf(CodeIPNotAllowed, "requests from %s are not allowed for this key", ip)
 	}
+	k.noteUse(ctx, key, now)
 	return p, nil
 }
 
@@ -238,26 +266,61 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// Principal is an authenticated key with its organization.
+// Principal is who a request acts for: an API key, or a person signed in to the
+// console, with its organization. Every rule reads Key, so both are decided alike: for
+// a session, Key is the grant of the person's role — never stored, its ID the user's,
+// its scopes the role's, its project and environment those the console chose, its
+// rate limit the console's.
 type Principal struct {
 	Key          *APIKey
 	Organization *Organization
 	// Project is the key's own project as read at authentication (at most
 	// AuthCacheTTL old); nil when the principal was built without it.
 	Project *Project
+	// Session, User and Role are set for a console session, nil and "" for a key.
+	Session *Session
+	User    *User
+	Role    string
+}
+
+// Actor names who acts, for messages: "this key", or "your role (viewer)".
+func (p *Principal) actor() string {
+	if p.Session != nil {
+		return "your role (" + p.Role + ")"
+	}
+	return "this key"
 }
 
 // Environment is the environment the key acts in.
 func (p *Principal) Environment() Environment { return p.Key.Environment }
 
-// RequireScope refuses a key that lacks scope. A key with no scopes has all.
-// Codes: insufficient_scope.
+// HasScope reports whether the principal holds scope. A key with no scopes has the
+// data scopes, never the management ones.
+func (p *Principal) HasScope(scope string) bool {
+	if len(p.Key.Scopes) == 0 {
+		return !slices.Contains(ManageScopes, scope)
+	}
+	return slices.Contains(p.Key.Scopes, scope)
+}
+
+// Scopes lists the scopes the principal holds.
+func (p *Principal) Scopes() []string {
+	if len(p.Key.Scopes) == 0 {
+		return slices.Clone(DataScopes)
+	}
+	return slices.Clone(p.Key.Scopes)
+}
+
+// RequireScope refuses a principal that lacks scope. Codes: insufficient_scope.
 func (p *Principal) RequireScope(scope string) error {
-	if len(p.Key.Scopes) == 0 || slices.Contains(p.Key.Scopes, scope) {
+	if p.HasScope(scope) {
 		return nil
 	}
-	return &Error{Code: CodeInsufficientScope, Message: "this key lacks the scope " + scope,
-		Details: map[string]any{"required_scope": scope}}
+	msg := "this key lacks the scope " + scope
+	if p.Session != nil {
+		msg = p.actor() + " does not allow this (it lacks the scope " + scope + ")"
+	}
+	return &Error{Code: CodeInsufficientScope, Message: msg, Details: map[string]any{"required_scope": scope}}
 }
 
 // RequireOperation refuses a key restricted to other operations. Codes: operation_not_allowed.

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -43,7 +44,8 @@ type Project struct {
 	CreatedAt        time.Time `bun:"created_at,notnull" json:"created_at"`
 }
 
-// Scopes a key can hold. A key with no scopes has all of them.
+// Scopes a key can hold. A key with no scopes has the data scopes; the management
+// scopes are held only when listed (by a key, or by a role).
 const (
 	ScopeFilesRead     = "files:read"
 	ScopeFilesWrite    = "files:write"
@@ -52,11 +54,22 @@ const (
 	ScopeWebhooksRead  = "webhooks:read"
 	ScopeWebhooksWrite = "webhooks:write"
 	ScopeUsageRead     = "usage:read"
+	// ScopeManage: projects, API keys, members and invitations.
+	ScopeManage = "manage"
+	// ScopeOrganization: members' roles (owners included) and the organization itself.
+	ScopeOrganization = "organization"
 )
 
-// AllScopes lists every scope.
-var AllScopes = []string{ScopeFilesRead, ScopeFilesWrite, ScopeJobsRead, ScopeJobsWrite,
+// DataScopes are the scopes of the /v1 contract: a key listing no scopes has these.
+var DataScopes = []string{ScopeFilesRead, ScopeFilesWrite, ScopeJobsRead, ScopeJobsWrite,
 	ScopeWebhooksRead, ScopeWebhooksWrite, ScopeUsageRead}
+
+// ManageScopes are granted only when named: a key minted before they existed, or with
+// no scopes listed, gains no power over keys and members.
+var ManageScopes = []string{ScopeManage, ScopeOrganization}
+
+// AllScopes lists every scope a key may list.
+var AllScopes = append(slices.Clone(DataScopes), ManageScopes...)
 
 // APIKey is a bearer credential. Only the SHA-256 of the secret is stored.
 type APIKey struct {
@@ -76,6 +89,9 @@ type APIKey struct {
 	ExpiresAt         *time.Time  `bun:"expires_at" json:"expires_at"`           //
 	RevokedAt         *time.Time  `bun:"revoked_at" json:"revoked_at"`           //
 	CreatedAt         time.Time   `bun:"created_at,notnull" json:"created_at"`   //
+	// LastUsedAt is when a request last authenticated with the key, to within
+	// KeyUseResolution.
+	LastUsedAt *time.Time `bun:"last_used_at" json:"last_used_at"`
 }
 
 // CreditAccount holds an organization's credits for one environment. Balance is what

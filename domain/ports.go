@@ -20,10 +20,36 @@ type Scope struct {
 	ProjectID      string // "" = every project of the organization
 }
 
-// APIKeyFilter selects keys for listing.
+// APIKeyFilter selects keys for listing, newest first.
 type APIKeyFilter struct {
 	OrganizationID string
 	ProjectID      string
+	// Page pages FindAPIKeyPage; FindAPIKeys lists every key.
+	Page
+}
+
+// DailyUsageQuery asks for a project's usage per UTC day in [From, To).
+type DailyUsageQuery struct {
+	AccountID   string // the credit account charges are counted on
+	ProjectID   string
+	Environment Environment
+	From, To    time.Time // whole UTC days
+}
+
+// DailyUsage is one day's usage; Day is YYYY-MM-DD (UTC).
+type DailyUsage struct {
+	Day           string
+	Credits       int64 // charged
+	Jobs          int   // finished (succeeded or failed)
+	UploadedBytes int64 // of files that became ready
+	EgressBytes   int64 // served
+}
+
+// OperationUsage is the credits charged for one operation or preset.
+type OperationUsage struct {
+	Operation string // the operation's or the preset's name
+	Jobs      int
+	Credits   int64
 }
 
 // JobFilter selects jobs for listing, newest first.
@@ -145,6 +171,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 
 	TenantStore
+	PeopleStore
 	CreditStore
 	IdempotencyStore
 	EventStore
@@ -174,6 +201,100 @@ type TenantStore interface {
 	FindAPIKeys(ctx context.Context, f APIKeyFilter) ([]*APIKey, error)
 	// RevokeAPIKey sets revoked_at once; revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+	// FindAPIKeyPage returns one page of an organization's keys (one project's when
+	// set), newest first, and whether more follow.
+	FindAPIKeyPage(ctx context.Context, f APIKeyFilter) ([]*APIKey, bool, error)
+	// CountActiveAPIKeys counts an organization's keys neither revoked nor expired at now.
+	CountActiveAPIKeys(ctx context.Context, orgID string, now time.Time) (int, error)
+	// TouchAPIKey sets a key's last use.
+	TouchAPIKey(ctx context.Context, id string, at time.Time) error
+
+	// FindProjects returns up to limit of an organization's projects, oldest first.
+	FindProjects(ctx context.Context, orgID string, limit int) ([]*Project, error)
+	CountProjects(ctx context.Context, orgID string) (int, error)
+	// RenameProject renames a project; ErrDuplicate when its organization has one of
+	// that name, ErrNotFound when there is no such project.
+	RenameProject(ctx context.Context, id, name string) error
+	// LockOrganization holds the organization's row until the transaction ends, so a
+	// rule over all its members (the last owner stays) is decided one change at a
+	// time. Call it inside InTx.
+	LockOrganization(ctx context.Context, id string) error
+}
+
+// PeopleStore holds the console's people: users, their memberships, sessions,
+// invitations, set-password links and counts of failed sign-ins.
+type PeopleStore interface {
+	// CreateUser inserts u; ErrDuplicate when the email is taken.
+	CreateUser(ctx context.Context, u *User) error
+	FindUserByID(ctx context.Context, id string) (*User, error)
+	FindUserByEmail(ctx context.Context, email string) (*User, error)
+	SetUserPassword(ctx context.Context, id, hash string, at time.Time) error
+
+	// CreateMembership inserts m; ErrDuplicate when the user is a member already.
+	CreateMembership(ctx context.Context, m *Membership) error
+	// FindMembershipByID and FindMemberships return memberships with their user's email.
+	FindMembershipByID(ctx context.Context, id string) (*Membership, error)
+	FindMembership(ctx context.Context, orgID, userID string) (*Membership, error)
+	// FindMemberships returns up to limit of an organization's members, oldest first.
+	FindMemberships(ctx context.Context, orgID string, limit int) ([]*Membership, error)
+	// FindUserMemberships returns a user's memberships, oldest first.
+	FindUserMemberships(ctx context.Context, userID string) ([]*Membership, error)
+	// CountMembers counts an organization's members of one role ("" for all).
+	CountMembers(ctx context.Context, orgID, role string) (int, error)
+	SetMembershipRole(ctx context.Context, id, role string) error
+	DeleteMembership(ctx context.Context, id string) error
+
+	CreateSession(ctx context.Context, s *Session) error
+	// FindSessionByHash returns the session with this token hash, its user, the user's
+	// membership in the session's organization and that organization, in one round
+	// trip; ErrNotFound when any of them is missing.
+	FindSessionByHash(ctx context.Context, hash string) (*Session, *User, *Membership, *Organization, error)
+	FindSessionByID(ctx context.Context, id string) (*Session, error)
+	// FindUserSessions returns up to limit of a user's sessions not revoked and not past
+	// their absolute end at now, newest first.
+	FindUserSessions(ctx context.Context, userID string, now time.Time, limit int) ([]*Session, error)
+	TouchSession(ctx context.Context, id string, at time.Time) error
+	// RevokeSession revokes a session not revoked yet; false when it was.
+	RevokeSession(ctx context.Context, id string, at time.Time) (bool, error)
+	// RevokeSessions revokes a user's sessions not revoked yet — of one organization
+	// when orgID is set — but exceptID; it returns how many.
+	RevokeSessions(ctx context.Context, userID, orgID, exceptID string, at time.Time) (int, error)
+	// DeleteSessionsEndedBefore deletes up to limit sessions revoked, or past their
+	// absolute end, before a moment.
+	DeleteSessionsEndedBefore(ctx context.Context, before time.Time, limit int) (int, error)
+
+	CreateInvitation(ctx context.Context, inv *Invitation) error
+	FindInvitationByID(ctx context.Context, id string) (*Invitation, error)
+	FindInvitationByHash(ctx context.Context, hash string) (*Invitation, error)
+	// FindPendingInvitations returns up to limit invitations of an organization not
+	// accepted, revoked or expired at now, newest first.
+	FindPendingInvitations(ctx context.Context, orgID string, now time.Time, limit int) ([]*Invitation, error)
+	// EndInvitation marks an invitation still pending at now accepted (or revoked);
+	// false when it was pending no longer.
+	EndInvitation(ctx context.Context, id string, accepted bool, at time.Time) (bool, error)
+	// DeleteInvitationsEndedBefore deletes up to limit invitations that ended (accepted,
+	// revoked, expired) before a moment.
+	DeleteInvitationsEndedBefore(ctx context.Context, before time.Time, limit int) (int, error)
+
+	CreatePasswordToken(ctx context.Context, t *PasswordToken) error
+	// UsePasswordToken marks the unused token with this hash, unexpired at now, used and
+	// returns it; ErrNotFound when there is none.
+	UsePasswordToken(ctx context.Context, hash string, at time.Time) (*PasswordToken, error)
+	// DeletePasswordTokensEndedBefore deletes up to limit tokens used or expired before a
+	// moment.
+	DeletePasswordTokensEndedBefore(ctx context.Context, before time.Time, limit int) (int, error)
+
+	FindSignInThrottle(ctx context.Context, key string) (*SignInThrottle, error)
+	// RecordSignInFailure counts one failed sign-in for key at now, atomically: in the
+	// current window, or in a new one starting at now when the current one began before
+	// windowStart. It returns the throttle as it is after.
+	RecordSignInFailure(ctx context.Context, key string, now, windowStart time.Time) (*SignInThrottle, error)
+	// LockSignIn locks key until a moment and starts its count again.
+	LockSignIn(ctx context.Context, key string, until time.Time) error
+	ClearSignInThrottle(ctx context.Context, key string) error
+	// DeleteSignInThrottlesBefore deletes up to limit throttles whose window began, and
+	// whose lock ended, before a moment.
+	DeleteSignInThrottlesBefore(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // CreditStore holds the credit accounts, their ledger, admission and usage sums.
@@ -211,6 +332,9 @@ type CreditStore interface {
 	AddEgress(ctx context.Context, orgID, projectID string, env Environment, at time.Time, n int64) error
 	// SumEgress returns the bytes served from a project in the calendar month of at.
 	SumEgress(ctx context.Context, projectID string, env Environment, at time.Time) (int64, error)
+	// FindDailyUsage returns a project's usage on the days of [q.From, q.To) that had
+	// any, oldest first, and the credits charged per operation over the whole range.
+	FindDailyUsage(ctx context.Context, q DailyUsageQuery) ([]DailyUsage, []OperationUsage, error)
 }
 
 // IdempotencyStore holds the stored answers of idempotent requests.
@@ -269,6 +393,9 @@ type WebhookStore interface {
 	MarkWebhookEndpointFailing(ctx context.Context, id string, at time.Time) error
 	// MarkWebhookEndpointHealthy clears failing_since.
 	MarkWebhookEndpointHealthy(ctx context.Context, id string) error
+	// EnableWebhookEndpoint enables a disabled endpoint not deleted, clearing why it was
+	// disabled and since when it was failing; false when nothing changed.
+	EnableWebhookEndpoint(ctx context.Context, id string) (bool, error)
 	// DisableWebhookEndpoint disables an enabled endpoint, saying why; when
 	// failingBefore is set, only if it has been failing since before that moment. False
 	// when nothing changed.

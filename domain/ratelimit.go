@@ -65,6 +65,12 @@ func (r *RateLimits) Allow(ctx context.Context, p *Principal, ip netip.Addr) Rat
 	return r.check(ctx, bucket, limit, 1)
 }
 
+// AllowNamed takes one request from a bucket of its own (sign-in attempts per client
+// address) holding perMinute.
+func (r *RateLimits) AllowNamed(ctx context.Context, bucket string, perMinute int) RateDecision {
+	return r.check(ctx, bucket, perMinute, 1)
+}
+
 // Peek reports the bucket of the client address ip without taking from it: for an
 // answer that must carry the rate-limit state but was not counted (a request that could
 // not be authenticated because a dependency was down).

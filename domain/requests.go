@@ -339,7 +339,7 @@ func (r WebhookTestRequest) authorize(ctx context.Context, s *Services, p *Princ
 		return grant{}, err
 	}
 	return grant{projectID: prj, run: func(ctx context.Context, _ *claim) (*Answer, error) {
-		e, err := s.Webhooks.SendTest(ctx, p, r.EndpointID)
+		e, _, err := s.Webhooks.SendTest(ctx, p, r.EndpointID)
 		if err != nil {
 			return nil, err
 		}

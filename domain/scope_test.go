@@ -24,6 +24,7 @@ func TestEveryCallChecksItsScope(t *testing.T) {
 		file := e.readyFile(t, e.p)
 		ep, err := e.svc.Webhooks.CreateEndpoint(ctx, e.p, hook("https://example.com/scope"))
 		require.NoError(t, err)
+		member := e.person("member@example.com", domain.RoleDeveloper)
 		const (
 			jobID      = "job_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 			batchID    = "bat_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -76,6 +77,10 @@ func TestEveryCallChecksItsScope(t *testing.T) {
 				"AbortUploadRequest":   do(domain.AbortUploadRequest{UploadID: uploadID}),
 			},
 			domain.ScopeJobsRead: {
+				"EstimateJob": func(p *domain.Principal) error {
+					_, err := e.svc.Jobs.EstimateJob(ctx, p, domain.EstimateRequest{FileIDs: []string{file}, Operation: "inspect"})
+					return err
+				},
 				"FindJob":  func(p *domain.Principal) error { _, err := e.svc.Jobs.FindJob(ctx, p, jobID); return err },
 				"ListJobs": func(p *domain.Principal) error { _, err := e.svc.Jobs.ListJobs(ctx, p, domain.JobQuery{}); return err },
 				"ListJobArtifacts": func(p *domain.Principal) error {
@@ -124,8 +129,12 @@ func TestEveryCallChecksItsScope(t *testing.T) {
 					return err
 				},
 				"DeleteEndpoint": func(p *domain.Principal) error { return e.svc.Webhooks.DeleteEndpoint(ctx, p, ep.ID) },
-				"SendTest":       func(p *domain.Principal) error { _, err := e.svc.Webhooks.SendTest(ctx, p, ep.ID); return err },
-				"RotateSecret":   func(p *domain.Principal) error { _, err := e.svc.Webhooks.RotateSecret(ctx, p, ep.ID); return err },
+				"SendTest":       func(p *domain.Principal) error { _, _, err := e.svc.Webhooks.SendTest(ctx, p, ep.ID); return err },
+				"SetEndpointEnabled": func(p *domain.Principal) error {
+					_, err := e.svc.Webhooks.SetEndpointEnabled(ctx, p, ep.ID, false)
+					return err
+				},
+				"RotateSecret": func(p *domain.Principal) error { _, err := e.svc.Webhooks.RotateSecret(ctx, p, ep.ID); return err },
 				"RetryDelivery": func(p *domain.Principal) error {
 					_, err := e.svc.Webhooks.RetryDelivery(ctx, p, ep.ID, deliveryID)
 					return err
@@ -137,6 +146,52 @@ func TestEveryCallChecksItsScope(t *testing.T) {
 			},
 			domain.ScopeUsageRead: {
 				"GetUsage": func(p *domain.Principal) error { _, err := e.svc.Usage.GetUsage(ctx, p, ""); return err },
+				"GetUsageSeries": func(p *domain.Principal) error {
+					_, err := e.svc.Usage.GetUsageSeries(ctx, p, "", "2026-01-01", "2026-01-31")
+					return err
+				},
+			},
+			domain.ScopeManage: {
+				"CreateProjectAs": func(p *domain.Principal) error {
+					_, err := e.svc.Organizations.CreateProjectAs(ctx, p, "another", 0)
+					return err
+				},
+				"UpdateProject": func(p *domain.Principal) error {
+					_, err := e.svc.Organizations.UpdateProject(ctx, p, e.org.Project.ID, domain.ProjectChange{})
+					return err
+				},
+				"CreateKeyAs": func(p *domain.Principal) error {
+					_, _, err := e.svc.Keys.CreateKeyAs(ctx, p, domain.NewKey{Name: "k", Scopes: []string{domain.ScopeFilesRead}}, 100)
+					return err
+				},
+				"ListKeysAs": func(p *domain.Principal) error {
+					_, err := e.svc.Keys.ListKeysAs(ctx, p, "", domain.Page{})
+					return err
+				},
+				"RevokeKeyAs": func(p *domain.Principal) error {
+					_, err := e.svc.Keys.RevokeKeyAs(ctx, p, e.org.TestKey.ID)
+					return err
+				},
+				"ListMembers": func(p *domain.Principal) error { _, err := e.svc.People.ListMembers(ctx, p); return err },
+				"Invite": func(p *domain.Principal) error {
+					_, _, err := e.svc.People.Invite(ctx, p, "someone@example.com", domain.RoleViewer)
+					return err
+				},
+				"ListInvitations": func(p *domain.Principal) error { _, err := e.svc.People.ListInvitations(ctx, p); return err },
+				"RevokeInvitation": func(p *domain.Principal) error {
+					_, err := e.svc.People.RevokeInvitation(ctx, p, "inv_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+					return err
+				},
+				"RemoveMember": func(p *domain.Principal) error {
+					_, err := e.svc.People.RemoveMember(ctx, p, member.Membership.ID)
+					return err
+				},
+			},
+			domain.ScopeOrganization: {
+				"ChangeRole": func(p *domain.Principal) error {
+					_, err := e.svc.People.ChangeRole(ctx, p, member.Membership.ID, domain.RoleAdmin)
+					return err
+				},
 			},
 		}
 		for _, scope := range domain.AllScopes {

@@ -52,6 +52,21 @@ type Config struct {
 	// MaxArtifactsPerJob bounds the artifacts one job makes: a job whose plan shows more
 	// is refused at creation, and one that makes more fails.
 	MaxArtifactsPerJob int
+
+	// The console's people. Zero values take DefaultConfig's.
+	ConsoleRateLimit   int           // requests per minute of one signed-in person
+	SessionIdleTimeout time.Duration // a session unused this long ends
+	SessionLifetime    time.Duration // a session ends this long after sign-in, however used
+	SignInPerIP        int           // sign-in attempts per minute from one client address
+	// SignInMaxFailures failed sign-ins of one email within SignInLockout lock it for
+	// SignInLockout.
+	SignInMaxFailures int
+	SignInLockout     time.Duration
+	InvitationTTL     time.Duration // how long an invitation link may be accepted
+	PasswordLinkTTL   time.Duration // how long a set-password link works
+	MaxProjects       int           // per organization
+	MaxAPIKeys        int           // active keys per organization
+	MaxMembers        int           // members and pending invitations per organization
 }
 
 // OperationTimeout bounds one attempt of op: FILEMILL_OPERATION_TIMEOUTS' word on it,
@@ -90,7 +105,45 @@ func DefaultConfig() Config {
 		JobTimeout:              10 * time.Minute,
 		StopGrace:               10 * time.Second,
 		MaxArtifactsPerJob:      1000,
+		ConsoleRateLimit:        1200,
+		SessionIdleTimeout:      12 * time.Hour,
+		SessionLifetime:         7 * 24 * time.Hour,
+		SignInPerIP:             30,
+		SignInMaxFailures:       10,
+		SignInLockout:           15 * time.Minute,
+		InvitationTTL:           7 * 24 * time.Hour,
+		PasswordLinkTTL:         24 * time.Hour,
+		MaxProjects:             100,
+		MaxAPIKeys:              500,
+		MaxMembers:              1000,
 	}
+}
+
+// withPeopleDefaults fills the console's settings left zero.
+func (c Config) withPeopleDefaults() Config {
+	d := DefaultConfig()
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&c.ConsoleRateLimit, d.ConsoleRateLimit)
+	set(&c.SignInPerIP, d.SignInPerIP)
+	set(&c.SignInMaxFailures, d.SignInMaxFailures)
+	set(&c.MaxProjects, d.MaxProjects)
+	set(&c.MaxAPIKeys, d.MaxAPIKeys)
+	set(&c.MaxMembers, d.MaxMembers)
+	setD(&c.SessionIdleTimeout, d.SessionIdleTimeout)
+	setD(&c.SessionLifetime, d.SessionLifetime)
+	setD(&c.SignInLockout, d.SignInLockout)
+	setD(&c.InvitationTTL, d.InvitationTTL)
+	setD(&c.PasswordLinkTTL, d.PasswordLinkTTL)
+	return c
 }
 
 // Validate names the first setting that is out of range.
@@ -122,6 +175,12 @@ func (c Config) Validate() error {
 		return errors.New("StopGrace must not be negative")
 	case c.MaxArtifactsPerJob < 1:
 		return errors.New("FILEMILL_MAX_ARTIFACTS_PER_JOB must be at least 1")
+	case c.ConsoleRateLimit < 0:
+		return errors.New("FILEMILL_CONSOLE_RATE_LIMIT_PER_MINUTE must be at least 1")
+	case c.SessionIdleTimeout < 0 || c.SessionIdleTimeout > 0 && c.SessionIdleTimeout < time.Minute:
+		return errors.New("FILEMILL_SESSION_IDLE_TIMEOUT must be at least 1m")
+	case c.SessionLifetime < 0 || c.SessionLifetime > 0 && c.SessionLifetime < time.Minute:
+		return errors.New("FILEMILL_SESSION_LIFETIME must be at least 1m")
 	}
 	for name, d := range c.OperationTimeouts {
 		if d <= 0 {
@@ -145,6 +204,7 @@ type Services struct {
 	Uploads       *Uploads
 	Usage         *Usage
 	RateLimits    *RateLimits
+	People        *People
 	Log           *slog.Logger
 }
 
@@ -198,11 +258,12 @@ func NewServices(cfg Config, d Deps) *Services {
 	if cfg.IdempotencyLease == 0 {
 		cfg.IdempotencyLease = def.IdempotencyLease
 	}
+	cfg = cfg.withPeopleDefaults()
 	store, clock := d.Store, d.Clock
 	s := &Services{Config: cfg, Store: store, Clock: clock, Log: d.Log}
 	s.Keys = &Keys{Store: store, Clock: clock, cache: newAuthCache(cfg.AuthCacheTTL, 10000)}
 	s.Credits = &Credits{Store: store, Clock: clock}
-	s.Organizations = &Organizations{Store: store, Clock: clock, Keys: s.Keys, Credits: s.Credits}
+	s.Organizations = &Organizations{Store: store, Clock: clock, Config: cfg, Keys: s.Keys, Credits: s.Credits}
 	s.Webhooks = &Webhooks{Store: store, Clock: clock, Config: cfg, Guard: d.Guard, Bus: d.Bus,
 		Deliveries: d.Deliveries, Sender: d.WebhookSender}
 	if d.Registry == nil {
@@ -217,6 +278,7 @@ func NewServices(cfg Config, d Deps) *Services {
 	s.Usage = &Usage{Store: store, Clock: clock, EgressAtServe: metered}
 	s.Files.Usage = s.Usage
 	s.RateLimits = NewRateLimits(d.Limiter, cfg.DefaultRateLimit, clock, d.Log)
+	s.People = &People{Store: store, Clock: clock, Config: cfg, Limits: s.RateLimits}
 	return s
 }
 
@@ -224,6 +286,7 @@ func NewServices(cfg Config, d Deps) *Services {
 type Organizations struct {
 	Store   Store
 	Clock   Clock
+	Config  Config
 	Keys    *Keys
 	Credits *Credits
 }

@@ -12,6 +12,7 @@ type ctxKey int
 const (
 	ctxLoaders ctxKey = iota
 	ctxBudget
+	ctxExchange
 )
 
 // principal returns who the request acts for. Every operation runs for one: the door

@@ -67,7 +67,7 @@ const (
 func newCostModel(schema *ast.Schema, reg *domain.Registry) *costModel {
 	m := &costModel{schema: schema, lists: map[string]func(map[string]any) int{}, weights: map[string]int{}}
 	for _, f := range []string{"Query.files", "Query.jobs", "Query.events", "Query.webhookEndpoints",
-		"Job.artifactsConnection", "WebhookEndpoint.deliveries"} {
+		"Job.artifactsConnection", "WebhookEndpoint.deliveries", "Query.apiKeys"} {
 		m.lists[f] = page
 	}
 	// A connection's edges and nodes are counted by the connection's page size.
@@ -114,6 +114,14 @@ func newCostModel(schema *ast.Schema, reg *domain.Registry) *costModel {
 		"ApiKey.ipAllowList":            maxKeyList,
 		"WebhookEndpoint.enabledEvents": len(domain.SubscribableEvents),
 		"WebhookDelivery.attempts":      domain.DeliveryAttemptsShown,
+		"Viewer.scopes":                 len(domain.AllScopes),
+		"Query.projects":                domain.DefaultConfig().MaxProjects,
+		"Query.members":                 domain.DefaultConfig().MaxMembers,
+		"Query.invitations":             domain.DefaultConfig().MaxMembers,
+		"Query.sessions":                domain.MaxSessionsListed,
+		"UsageSeries.days":              domain.MaxUsageDays,
+		"UsageSeries.operations":        ops,
+		"JobEstimate.files":             domain.MaxBatchSize,
 	} {
 		m.lists[f] = fixed(n)
 	}

@@ -332,7 +332,7 @@ func TestResponseBoundStopsTheWork(t *testing.T) {
 
 // consolePages are the page sizes screens ask for where it is not up to the user
 // (web/src/screens); the others are counted at the largest page, 100.
-var consolePages = map[string]int{"WebhookEndpoint": 20, "WebhookEndpoints": 20, "Jobs": 25}
+var consolePages = map[string]int{"WebhookEndpoint": 20, "WebhookEndpoints": 20, "Jobs": 25, "ApiKeys": 20}
 
 // TestConsoleAndSDKOperationsFitTheLimits: every operation of the console (at the
 // largest page it asks for) and of the SDKs fits the default limits.

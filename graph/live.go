@@ -82,8 +82,9 @@ func (l *liveLimits) acquire(ctx context.Context, p *domain.Principal) (release 
 }
 
 // initSocket authenticates a websocket connection: by its upgrade's credential (already
-// checked by the door), or by connection_init's payload {"authorization": "Bearer <key>"}
-// (either case of the name). It then checks the credential again every KeyRecheck, and
+// checked by the door), or by connection_init's payload — {"authorization": "Bearer
+// <key>"} (either case of the name), or the console's {"csrfToken"} beside the session
+// cookie of an upgrade from the console's own origin (door.Sessions). It then checks the credential again every KeyRecheck, and
 // ends the connection when it no longer holds.
 func (s *Server) initSocket(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	ctx, err := s.door.AuthenticateInit(ctx, payload)
@@ -98,7 +99,11 @@ func (s *Server) initSocket(ctx context.Context, payload transport.InitPayload) 
 	ctx, end := context.WithCancel(ctx)
 	c := &liveConn{end: end}
 	ctx = context.WithValue(ctx, liveConnKey{}, c)
-	ctx = transport.AppendCloseReason(ctx, "the API key is no longer valid")
+	reason := "the API key is no longer valid"
+	if p := principal(ctx); p != nil && p.Session != nil {
+		reason = "the session ended"
+	}
+	ctx = transport.AppendCloseReason(ctx, reason)
 	go s.watchCredential(ctx, door.IdentityOf(ctx), c)
 	return ctx, nil, nil
 }

@@ -27,7 +27,13 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
 			return nil, err
 		}
 	}
-	return &model.Viewer{APIKey: p.Key, Organization: p.Organization, Project: prj}, nil
+	v := &model.Viewer{Organization: p.Organization, Project: prj, Environment: p.Environment(), Scopes: p.Scopes()}
+	if p.Session != nil {
+		v.User, v.Role = p.User, &p.Role
+	} else {
+		v.APIKey = p.Key
+	}
+	return v, nil
 }
 
 // File is the resolver for the file field.

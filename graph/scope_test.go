@@ -21,12 +21,14 @@ func TestEveryFieldRefusesAKeyLackingItsScope(t *testing.T) {
 		"enabled_events": []string{"job.succeeded"}})
 	require.Equal(t, 201, st, ep)
 	const (
-		file     = "file_01ARZ3NDEKTSV4RRFFQ69G5FAV"
-		upload   = "upl_01ARZ3NDEKTSV4RRFFQ69G5FAV"
-		job      = "job_01ARZ3NDEKTSV4RRFFQ69G5FAV"
-		batch    = "bat_01ARZ3NDEKTSV4RRFFQ69G5FAV"
-		event    = "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"
-		delivery = "dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		file       = "file_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		upload     = "upl_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		job        = "job_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		batch      = "bat_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		event      = "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		delivery   = "dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		invitation = "inv_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		member     = "mem_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 	)
 	endpoint := ep["id"].(string)
 	fields := map[string]struct{ scope, query string }{
@@ -59,9 +61,31 @@ func TestEveryFieldRefusesAKeyLackingItsScope(t *testing.T) {
 		"Mutation.rotateWebhookSecret":   {domain.ScopeWebhooksWrite, `mutation { rotateWebhookSecret(id: "` + endpoint + `") { secret } }`},
 		"Mutation.retryDelivery": {domain.ScopeWebhooksWrite,
 			`mutation { retryDelivery(webhookEndpointId: "` + endpoint + `", deliveryId: "` + delivery + `") { id } }`},
+		"Mutation.sendTestEvent":          {domain.ScopeWebhooksWrite, `mutation { sendTestEvent(webhookEndpointId: "` + endpoint + `") { id } }`},
+		"Mutation.enableWebhookEndpoint":  {domain.ScopeWebhooksWrite, `mutation { enableWebhookEndpoint(id: "` + endpoint + `") { id } }`},
+		"Mutation.disableWebhookEndpoint": {domain.ScopeWebhooksWrite, `mutation { disableWebhookEndpoint(id: "` + endpoint + `") { id } }`},
+
+		"Query.usageSeries": {domain.ScopeUsageRead, `{ usageSeries(from: "2026-01-01", to: "2026-01-02") { projectId } }`},
+		"Query.estimateJob": {domain.ScopeJobsRead, `{ estimateJob(input: {fileIds: ["` + file + `"], operation: "inspect"}) { credits } }`},
+		"Query.apiKeys":     {domain.ScopeManage, `{ apiKeys { nodes { id } } }`},
+		"Query.members":     {domain.ScopeManage, `{ members { id } }`},
+		"Query.invitations": {domain.ScopeManage, `{ invitations { id } }`},
+
+		"Mutation.createProject":    {domain.ScopeManage, `mutation { createProject(input: {name: "x"}) { id } }`},
+		"Mutation.updateProject":    {domain.ScopeManage, `mutation { updateProject(id: "` + b.orgA.Project.ID + `", input: {name: "x"}) { id } }`},
+		"Mutation.createApiKey":     {domain.ScopeManage, `mutation { createApiKey(input: {name: "x", scopes: ["files:read"]}) { secret } }`},
+		"Mutation.revokeApiKey":     {domain.ScopeManage, `mutation { revokeApiKey(id: "` + b.orgA.TestKey.ID + `") { id } }`},
+		"Mutation.createInvitation": {domain.ScopeManage, `mutation { createInvitation(email: "a@example.com", role: viewer) { token } }`},
+		"Mutation.revokeInvitation": {domain.ScopeManage, `mutation { revokeInvitation(id: "` + invitation + `") { id } }`},
+		"Mutation.removeMember":     {domain.ScopeManage, `mutation { removeMember(id: "` + member + `") { id } }`},
+		"Mutation.updateMember":     {domain.ScopeOrganization, `mutation { updateMember(id: "` + member + `", role: admin) { id } }`},
 	}
-	// Open to every key: who it is, and what it may run.
-	unscoped := []string{"Query.viewer", "Query.operations"}
+	// Open to every key: who it is, what it may run, and its projects. Answered without
+	// credentials: signing in, and an invitation's preview. A person's own account is a
+	// session's alone (a key is refused it as no session: forbidden).
+	unscoped := []string{"Query.viewer", "Query.operations", "Query.projects",
+		"Query.invitation", "Mutation.signIn", "Mutation.setPassword", "Mutation.acceptInvitation",
+		"Query.sessions", "Mutation.signOut", "Mutation.signOutEverywhere", "Mutation.revokeSession", "Mutation.changePassword"}
 	lacking := map[string]string{}
 	for _, scope := range domain.AllScopes {
 		lacking[scope] = b.key(func(k *domain.NewKey) {

@@ -56,8 +56,16 @@ type ServerConfig struct {
 	// rate limited) from its contract code: the REST door's table. Nil answers 200.
 	StatusOf func(code string) int
 	// Authenticators find who a request acts for, in order (package door); nil: API
-	// keys alone.
+	// keys, then the console's session cookie.
 	Authenticators []door.Authenticator
+	// ConsoleOrigins are origins, besides the request's own host, whose pages are the
+	// console's (its public URL, behind a proxy that rewrites Host): a session cookie
+	// counts on a websocket only from these, and a request from any other site is
+	// refused.
+	ConsoleOrigins []string
+	// SecureCookies marks the session's cookies Secure even on a plain HTTP request (a
+	// deployment served over HTTPS by a proxy that does not say so).
+	SecureCookies bool
 }
 
 // DefaultServerConfig returns the defaults.
@@ -103,6 +111,7 @@ type Server struct {
 	gql    *handler.Server
 	door   *door.Door
 	authed http.Handler // GraphQL behind the door's authentication
+	public http.Handler // the fields that sign a person in, without credentials
 }
 
 // NewServer builds the door over the services (their rate limits are the REST door's:
@@ -115,13 +124,14 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	s := &Server{cfg: cfg, svc: svc, log: log}
 	auth := cfg.Authenticators
 	if auth == nil {
-		auth = []door.Authenticator{door.APIKeys{Keys: svc.Keys}}
+		auth = []door.Authenticator{door.APIKeys{Keys: svc.Keys}, door.Sessions{People: svc.People, Origins: cfg.ConsoleOrigins}}
 	}
 	s.door = door.New(door.Config{Limits: svc.RateLimits, Authenticators: auth, SocketsAuthenticateLater: true, Log: log,
 		Refuse: func(w http.ResponseWriter, r *http.Request, err error) { s.refuse(w, r, 0, err) }})
 	s.authed = s.door.Authenticate(http.HandlerFunc(s.serveAuthenticated))
+	s.public = s.door.Public(http.HandlerFunc(s.serveAnonymous))
 	live := &liveLimits{perConn: cfg.MaxSubscriptionsPerConnection, perKey: cfg.MaxSubscriptionsPerKey, byKey: map[string]int{}}
-	ec := Config{Resolvers: &Resolver{svc: svc, log: log, bus: bus, live: live, resync: cfg.Resync}}
+	ec := Config{Resolvers: &Resolver{svc: svc, server: s, log: log, bus: bus, live: live, resync: cfg.Resync}}
 	es := NewExecutableSchema(ec)
 	gql := handler.New(es)
 	gql.AddTransport(transport.Websocket{
@@ -205,15 +215,39 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	}
+	if r.Header.Get("Authorization") == "" && anonymousOnly(r) {
+		// Signing in needs no credential, and a stale session cookie is no obstacle.
+		s.public.ServeHTTP(w, r)
+		return
+	}
 	s.authed.ServeHTTP(w, r)
+}
+
+// serveAnonymous runs a request that asks only for the fields that sign a person in —
+// unless a page of another site sends it, or it carries a key in its query string.
+func (s *Server) serveAnonymous(w http.ResponseWriter, r *http.Request) {
+	if err := domain.CheckQueryForKey(r.URL.Query().Has); err != nil {
+		s.refuse(w, r, 0, err)
+		return
+	}
+	if door.CrossSite(r, s.cfg.ConsoleOrigins) {
+		s.refuse(w, r, 0, door.CrossSiteRefused())
+		return
+	}
+	s.serveAuthenticated(w, r)
 }
 
 // serveAuthenticated runs an authenticated request (or a websocket that authenticates
 // in its first message), a query or mutation within RequestTimeout.
 func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.RequestTimeout > 0 && r.Header.Get("Upgrade") == "" {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-		defer cancel()
+	if r.Header.Get("Upgrade") == "" {
+		// The resolvers that sign in and out set cookies on the answer.
+		ctx := context.WithValue(r.Context(), ctxExchange, &exchange{w: w, r: r})
+		if s.cfg.RequestTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			defer cancel()
+		}
 		r = r.WithContext(ctx)
 	}
 	s.gql.ServeHTTP(w, r)

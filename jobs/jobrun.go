@@ -67,6 +67,9 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	w.Handle(TypeSweepIdempotency, task(sweep("idempotency", func(ctx context.Context) (int, error) {
 		return svc.Store.DeleteExpiredIdempotencyKeys(ctx, time.Now().UTC())
 	})))
+	w.Handle(TypeSweepPeople, task(sweep("people", func(ctx context.Context) (int, error) {
+		return svc.People.Sweep(ctx, 500)
+	})))
 	workDir := sweep("work_dir", func(context.Context) (int, error) { return SweepWorkDir(tmpDir, staleWorkDir, time.Now()) })
 	w.Locally(10*time.Minute, func(ctx context.Context) {
 		if err := workDir(ctx); err != nil {
@@ -76,6 +79,7 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	w.Periodic("@every "+w.cfg.SweepInterval.String(), asynq.NewTask(TypeSweepJobs, nil))
 	w.Periodic("@every 5m", asynq.NewTask(TypeSweepUploads, nil))
 	w.Periodic("@every 10m", asynq.NewTask(TypeSweepIdempotency, nil))
+	w.Periodic("@every 10m", asynq.NewTask(TypeSweepPeople, nil))
 }
 
 // startAttempt starts the span of one attempt at a job: a trace of its own, linked to

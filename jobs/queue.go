@@ -28,6 +28,9 @@ const (
 	TypeSweepUploads = "sweep:uploads"
 	// TypeSweepIdempotency deletes expired idempotency records.
 	TypeSweepIdempotency = "sweep:idempotency"
+	// TypeSweepPeople deletes the console's sessions, invitations, set-password links and
+	// sign-in counts that ended a while ago.
+	TypeSweepPeople = "sweep:people"
 )
 
 // DefaultQueueName is the asynq queue jobs go to.

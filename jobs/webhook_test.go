@@ -466,7 +466,7 @@ func TestWebhookEndpointDisabling(t *testing.T) {
 			e.jobEvent()
 			e.relay()
 			require.Len(t, e.deliveries(), 2, "a disabled endpoint gets no new deliveries")
-			_, err := e.svc.Webhooks.SendTest(ctx, e.p, e.endpoint.ID)
+			_, _, err := e.svc.Webhooks.SendTest(ctx, e.p, e.endpoint.ID)
 			require.Equal(t, domain.CodeConflict, domain.ErrorCode(err))
 			// Its URL may be registered again.
 			_, err = e.svc.Webhooks.CreateEndpoint(ctx, e.p, domain.NewWebhookEndpoint{URL: e.recv.URL(), EnabledEvents: []string{domain.EventFileReady}})

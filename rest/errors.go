@@ -62,6 +62,11 @@ var statusOf = map[string]int{
 
 	domain.CodeNotImplemented: http.StatusNotImplemented,
 	domain.CodeRequestTimeout: http.StatusRequestTimeout,
+
+	// The console's sign-in codes: GraphQL answers them with these statuses.
+	domain.CodeInvalidCredentials: http.StatusUnauthorized,
+	domain.CodeSignInLocked:       http.StatusTooManyRequests,
+	domain.CodeInvalidSession:     http.StatusUnauthorized,
 }
 
 // StatusOf returns the HTTP status of a contract code.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,7 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
-const adminLong = `Operator commands: organizations, projects, keys and credits.
+const adminLong = `Operator commands: organizations, projects, keys, credits and the console's users.
 
 ORG is an organization id (org_…) or name; PRJ a project id (prj_…) or name within ORG.
 Admin commands use the same configuration as 'serve' (the same data directory or
@@ -26,6 +27,7 @@ database, given by the same flags and FILEMILL_* variables), and work while it r
 type adminCmd struct {
 	cmd *cobra.Command
 	rc  *rawConfig
+	cfg *Config // once loaded, for the command to read (the public URL)
 }
 
 // newAdminCmd makes an admin command taking the positional arguments args allows;
@@ -51,6 +53,7 @@ func (c *adminCmd) run(problem func() string, fn func(ctx context.Context, svc *
 		if err != nil {
 			return err
 		}
+		c.cfg = cfg
 		store, err := openStore(cmd.Context(), cfg)
 		if err != nil {
 			return err
@@ -84,7 +87,7 @@ func onePositional(what string) cobra.PositionalArgs {
 }
 
 func adminCommand() *cobra.Command {
-	admin := &cobra.Command{Use: "admin", Short: "operator commands (bootstrap, keys, credits, org, projects)", Long: adminLong}
+	admin := &cobra.Command{Use: "admin", Short: "operator commands (bootstrap, keys, credits, org, projects, users)", Long: adminLong}
 	keys := &cobra.Command{Use: "keys", Short: "API keys"}
 	keys.AddCommand(adminKeysCreate(), adminKeysList(), adminKeysRevoke())
 	credits := &cobra.Command{Use: "credits", Short: "credit balances"}
@@ -93,7 +96,9 @@ func adminCommand() *cobra.Command {
 	org.AddCommand(adminOrgStatus(true), adminOrgStatus(false))
 	projects := &cobra.Command{Use: "projects", Short: "projects"}
 	projects.AddCommand(adminProjectsCreate(), adminProjectsUpdate())
-	admin.AddCommand(adminBootstrap(), keys, credits, org, projects)
+	users := &cobra.Command{Use: "users", Short: "people who sign in to the console"}
+	users.AddCommand(adminUsersCreate())
+	admin.AddCommand(adminBootstrap(), keys, credits, org, projects, users)
 	return admin
 }
 
@@ -181,7 +186,7 @@ func adminKeysCreate() *cobra.Command {
 	prjRef := fs.String("project", "", "project id or name (the key's default project)")
 	env := fs.String("env", "live", "live or test")
 	name := fs.String("name", "", "a label")
-	scopes := fs.String("scopes", "", "comma-separated scopes (default: all) — "+strings.Join(domain.AllScopes, ","))
+	scopes := fs.String("scopes", "", "comma-separated scopes (default: every data scope; manage and organization only when listed) — "+strings.Join(domain.AllScopes, ","))
 	ipAllow := fs.String("ip-allow", "", "comma-separated CIDRs the key may be used from")
 	spend := fs.Int64("spend-limit", 0, "credits the key may spend per calendar month (0: no limit)")
 	ops := fs.String("allowed-operations", "", "comma-separated operations/presets the key may run (default: all)")
@@ -360,4 +365,68 @@ func adminProjectsUpdate() *cobra.Command {
 		fmt.Printf("project %s: concurrency limit %d\n", prj.ID, *limit)
 		return nil
 	})
+}
+
+func adminUsersCreate() *cobra.Command {
+	c := newAdminCmd("create --org ORG --email E --role owner|admin|developer|viewer [--password-stdin] [--json]",
+		"add a person to the console: a one-time link to set the password is printed, unless it is read from standard input", noArgs)
+	fs := c.flags()
+	orgRef := fs.String("org", "", "organization id or name")
+	email := fs.String("email", "", "the person's email")
+	role := fs.String("role", "", "owner, admin, developer or viewer")
+	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input (otherwise print a one-time link to set it)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return c.run(c.need("org", "email", "role"), func(ctx context.Context, svc *domain.Services, _ []string) error {
+		org, err := svc.Organizations.FindOrganization(ctx, *orgRef)
+		if err != nil {
+			return err
+		}
+		nu := domain.NewUser{OrganizationID: org.ID, Email: *email, Role: *role}
+		if *fromStdin {
+			// One line, without its newline; bounded, as a password is.
+			raw, err := io.ReadAll(io.LimitReader(os.Stdin, domain.MaxPasswordLength+2))
+			if err != nil {
+				return fmt.Errorf("read the password: %w", err)
+			}
+			nu.Password = strings.TrimRight(string(raw), "\r\n")
+			if nu.Password == "" {
+				return usageError("--password-stdin: standard input holds no password")
+			}
+		}
+		u, err := svc.People.CreateUser(ctx, nu)
+		if err != nil {
+			return err
+		}
+		base := strings.TrimSuffix(c.cfg.PublicURL, "/")
+		link := ""
+		if u.PasswordToken != "" {
+			link = base + domain.SetPasswordPath + u.PasswordToken
+		}
+		if *asJSON {
+			out := map[string]string{"user_id": u.User.ID, "membership_id": u.Membership.ID, "organization_id": org.ID,
+				"email": u.User.Email, "role": u.Membership.Role}
+			if link != "" {
+				out["set_password_url"] = link
+			}
+			return printJSON(out)
+		}
+		fmt.Printf("user %s (%s) is %s of %s (%s)\n", u.User.ID, u.User.Email, u.Membership.Role, org.ID, org.Name)
+		if link != "" {
+			fmt.Printf("set the password (one-time link, valid %s): %s\n", shortDuration(svc.Config.PasswordLinkTTL), link)
+		} else {
+			fmt.Printf("sign in at %s/console/\n", base)
+		}
+		return nil
+	})
+}
+
+// shortDuration is d without trailing zero units: 24h, 90m.
+func shortDuration(d time.Duration) string {
+	out := d.String()
+	for _, z := range []string{"0s", "0m"} {
+		if strings.HasSuffix(out, z) && len(out) > len(z) && (strings.Contains(out, "h") || z == "0s") {
+			out = strings.TrimSuffix(out, z)
+		}
+	}
+	return out
 }

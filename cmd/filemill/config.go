@@ -98,6 +98,7 @@ type rawConfig struct {
 	clamdAddress, clamdMaxStream, clamdStart, clamdDatabaseDir                                              string
 	eventRetention, webhookConcurrency, webhookEndpointConcurrency                                          string
 	bodyReadTimeout, bodyMinRate, maxConnsPerAddress                                                        string
+	consoleRateLimit, sessionIdleTimeout, sessionLifetime                                                   string
 	// defaulted names the settings (by variable) that took their default.
 	defaulted map[string]bool
 }
@@ -152,6 +153,9 @@ func (rc *rawConfig) settings() []setting {
 		{"max-artifacts-per-job", "FILEMILL_MAX_ARTIFACTS_PER_JOB", "1000", "most artifacts one job makes; a job whose page count shows more is refused at creation", &rc.maxArtifacts},
 		{"job-timeout", "FILEMILL_JOB_TIMEOUT", "10m", "deadline of one attempt of an operation without its own", &rc.jobTimeout},
 		{"operation-timeouts", "FILEMILL_OPERATION_TIMEOUTS", "", "deadlines of one attempt per operation, e.g. convert=2m,ocr=20m", &rc.operationTimeouts},
+		{"console-rate-limit-per-minute", "FILEMILL_CONSOLE_RATE_LIMIT_PER_MINUTE", "1200", "requests per minute of one person signed in to the console", &rc.consoleRateLimit},
+		{"session-idle-timeout", "FILEMILL_SESSION_IDLE_TIMEOUT", "12h", "a console session unused this long ends", &rc.sessionIdleTimeout},
+		{"session-lifetime", "FILEMILL_SESSION_LIFETIME", "168h", "a console session ends this long after sign-in, however used", &rc.sessionLifetime},
 	}
 }
 
@@ -245,6 +249,7 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 		{"FILEMILL_RATE_LIMIT_PER_MINUTE", rc.rateLimit, &c.Domain.DefaultRateLimit},
 		{"FILEMILL_PROJECT_CONCURRENCY_LIMIT", rc.concurrency, &c.Domain.DefaultConcurrencyLimit},
 		{"FILEMILL_MAX_ARTIFACTS_PER_JOB", rc.maxArtifacts, &c.Domain.MaxArtifactsPerJob},
+		{"FILEMILL_CONSOLE_RATE_LIMIT_PER_MINUTE", rc.consoleRateLimit, &c.Domain.ConsoleRateLimit},
 		{"FILEMILL_WORKER_CONCURRENCY", rc.workerConcurrency, &c.WorkerConcurrency},
 		{"FILEMILL_WEBHOOK_CONCURRENCY", rc.webhookConcurrency, &c.WebhookConcurrency},
 		{"FILEMILL_WEBHOOK_ENDPOINT_CONCURRENCY", rc.webhookEndpointConcurrency, &c.WebhookEndpointConcurrency},
@@ -258,6 +263,9 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.WorkerConcurrency < 0 {
 		return nil, errors.New("FILEMILL_WORKER_CONCURRENCY: must not be negative")
+	}
+	if c.Domain.ConsoleRateLimit < 1 {
+		return nil, errors.New("FILEMILL_CONSOLE_RATE_LIMIT_PER_MINUTE: must be at least 1")
 	}
 	if c.WebhookConcurrency < 1 || c.WebhookConcurrency > 10000 {
 		return nil, errors.New("FILEMILL_WEBHOOK_CONCURRENCY: must be between 1 and 10000")
@@ -285,6 +293,12 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.SweepInterval, err = time.ParseDuration(rc.sweepInterval); err != nil || c.SweepInterval < time.Second || c.SweepInterval > time.Hour {
 		return nil, fmt.Errorf("FILEMILL_SWEEP_INTERVAL: %q is not a duration between 1s and 1h", rc.sweepInterval)
+	}
+	if c.Domain.SessionIdleTimeout, err = time.ParseDuration(rc.sessionIdleTimeout); err != nil || c.Domain.SessionIdleTimeout < time.Minute {
+		return nil, fmt.Errorf("FILEMILL_SESSION_IDLE_TIMEOUT: %q is not a duration of at least 1m", rc.sessionIdleTimeout)
+	}
+	if c.Domain.SessionLifetime, err = time.ParseDuration(rc.sessionLifetime); err != nil || c.Domain.SessionLifetime < time.Minute {
+		return nil, fmt.Errorf("FILEMILL_SESSION_LIFETIME: %q is not a duration of at least 1m", rc.sessionLifetime)
 	}
 	if c.Domain.AuthCacheTTL, err = time.ParseDuration(rc.authCacheTTL); err != nil {
 		return nil, fmt.Errorf("FILEMILL_AUTH_CACHE_TTL: %q is not a duration like 1s", rc.authCacheTTL)

@@ -28,7 +28,11 @@ import (
 
 // TestConsoleInBrowser drives the web console in Debian's Chromium (playwright-core,
 // web/e2e/console.mjs) against a real `filemill serve`, on PostgreSQL + Redis and on
-// the embedded default: a 30 MB upload in parallel parts with progress, image.convert
+// the embedded default: the owner signs in (through the first start's set-password link
+// on the embedded default), a wrong password and a locked-out account, a project and a
+// restricted key (its secret shown once), an invited viewer who finds every change
+// refused in the browser and on the server, a cross-site POST with the cookie refused,
+// usage after the jobs; a 30 MB upload in parallel parts with progress, image.convert
 // run from the generated form and followed live to succeeded, the artifact preview,
 // a webhook endpoint with a test event and a resend, the ai-ready viewer, and every
 // screen photographed light and dark and checked by axe. The screenshots are the
@@ -50,7 +54,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			addr, storageAddr := freeAddr(t), freeAddr(t)
 			env := cleanEnv("FILEMILL_DATA_DIR="+dir, "FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+storageAddr,
 				"FILEMILL_OUTBOUND_ALLOW_CIDRS=127.0.0.1", "SSL_CERT_FILE="+caFile)
-			var key string
+			// The owner signs in: on the embedded default the first start made them and
+			// printed the link to set their password; elsewhere an operator adds them.
+			const ownerPassword = "the owner's password"
+			var key, org, ownerEmail, setPasswordURL string
 			if tc.embedded {
 				start(t, dir, env, "serve")
 				waitReady(t, "http://"+addr)
@@ -58,16 +65,20 @@ func TestConsoleInBrowser(t *testing.T) {
 				require.NoError(t, err)
 				var boot map[string]string
 				require.NoError(t, json.Unmarshal(raw, &boot))
-				key = boot["api_key"]
+				key, org, ownerEmail, setPasswordURL = boot["api_key"], "default", boot["owner_email"], boot["set_password_url"]
+				require.NotEmpty(t, setPasswordURL)
 			} else {
 				secret := make([]byte, 32)
 				_, _ = rand.Read(secret)
 				env = append(env, "FILEMILL_DATABASE_URL="+dbtest.Postgres(t), "FILEMILL_REDIS_URL="+redistest.URL(t),
 					"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret))
 				key = bootstrapKey(t, dir, env, "--org", "console", "--project", "web", "--credits", "500")
+				org, ownerEmail = "console", "owner@example.com"
+				adminUser(t, dir, env, org, ownerEmail, "owner", ownerPassword)
 				start(t, dir, env, "serve")
 				waitReady(t, "http://"+addr)
 			}
+			adminUser(t, dir, env, org, "locked@example.com", "developer", "a developer's password")
 
 			fixtures := t.TempDir()
 			writeFixtures(t, fixtures)
@@ -75,6 +86,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			cmd := exec.Command(node, "e2e/console.mjs")
 			cmd.Dir = filepath.Join("..", "..", "web")
 			cmd.Env = append(cleanEnv(), "CONSOLE_URL=http://"+addr, "API_KEY="+key, "OUT_DIR="+out,
+				"OWNER_EMAIL="+ownerEmail, "OWNER_PASSWORD="+ownerPassword, "SET_PASSWORD_URL="+setPasswordURL,
+				"LOCKED_EMAIL=locked@example.com",
 				"HOOK_URL="+recvURL+"/hook", "FIXTURES="+fixtures, "CHROMIUM="+chromium)
 			var buf bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &buf, &buf
@@ -84,6 +97,15 @@ func TestConsoleInBrowser(t *testing.T) {
 			require.NoError(t, err, "the browser tests failed")
 		})
 	}
+}
+
+// adminUser adds a person with a password through `filemill admin users create`.
+func adminUser(t *testing.T, dir string, env []string, org, email, role, password string) {
+	t.Helper()
+	cmd := exec.Command(binary, "admin", "users", "create", "--org", org, "--email", email, "--role", role, "--password-stdin")
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(password+"\n")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
 }
 
 // httpsReceiver starts an HTTPS server for webhook deliveries and writes its

@@ -242,6 +242,45 @@ func TestServeFromEmptyDirectoryWithNoConfiguration(t *testing.T) {
 		require.Contains(t, stderr, "not_found")
 	})
 
+	t.Run("ConsolePeople", func(t *testing.T) {
+		// The first start made the console's owner and printed the link to set a password.
+		require.Equal(t, "owner@localhost", boot["owner_email"])
+		require.Equal(t, base+"/console/", boot["console_url"])
+		require.Contains(t, p.stdout.String(), boot["set_password_url"], "the first start prints the owner's link")
+		_, token, ok := strings.Cut(boot["set_password_url"], "/console/set-password#token=")
+		require.True(t, ok, boot["set_password_url"])
+		const setPassword = `mutation($t: String!, $p: String!) { setPassword(token: $t, password: $p) { role user { email } } }`
+		body, cookies := consolePost(t, base, setPassword, map[string]any{"t": token, "p": "owner's password 1"})
+		require.Equal(t, "owner", body["data"].(map[string]any)["setPassword"].(map[string]any)["role"], "%v", body)
+		require.Contains(t, cookies, "filemill_session")
+		body, _ = consolePost(t, base, setPassword, map[string]any{"t": token, "p": "owner's password 2"})
+		require.Contains(t, fmt.Sprint(body["errors"]), "not_found", "the link works once")
+
+		// users create: with a password from standard input, or a link to set one.
+		cmd := exec.Command(binary, "admin", "users", "create", "--org", "acme", "--email", "Dev@Example.com", "--role", "developer",
+			"--password-stdin", "--json")
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader("a developer's password\n")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		var u map[string]string
+		require.NoError(t, json.Unmarshal(out, &u))
+		require.Equal(t, "dev@example.com", u["email"])
+		require.Empty(t, u["set_password_url"])
+		const signIn = `mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { role organization { name } } }`
+		body, _ = consolePost(t, base, signIn, map[string]any{"e": "dev@example.com", "p": "a developer's password"})
+		require.Equal(t, "developer", body["data"].(map[string]any)["signIn"].(map[string]any)["role"], "%v", body)
+
+		text, stderr, err := runCLI(t, dir, env, "admin", "users", "create", "--org", "acme", "--email", "viewer@example.com", "--role", "viewer")
+		require.NoError(t, err, stderr)
+		require.Contains(t, text, base+"/console/set-password#token=fmp_")
+		_, stderr, err = runCLI(t, dir, env, "admin", "users", "create", "--org", "acme", "--email", "viewer@example.com", "--role", "viewer")
+		require.Error(t, err)
+		require.Contains(t, stderr, "conflict")
+		_, stderr, err = runCLI(t, dir, env, "admin", "users", "create", "--org", "acme", "--email", "x@example.com", "--role", "root")
+		require.Error(t, err)
+		require.Contains(t, stderr, "role")
+	})
+
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -263,6 +302,28 @@ func TestServeFromEmptyDirectoryWithNoConfiguration(t *testing.T) {
 	require.NotContains(t, p2.stdout.String(), "live API key")
 	_ = p2.cmd.Process.Signal(syscall.SIGTERM)
 	_ = p2.cmd.Wait()
+}
+
+// consolePost posts a GraphQL operation as the console's page does, without a
+// session, and returns the answer and the names of the cookies it set.
+func consolePost(t *testing.T, base, query string, vars map[string]any) (map[string]any, []string) {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	require.NoError(t, err)
+	req, err := http.NewRequest("POST", base+"/graphql", bytes.NewReader(raw))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", base)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	var names []string
+	for _, c := range resp.Cookies() {
+		names = append(names, c.Name)
+	}
+	return body, names
 }
 
 func TestBadSettingsNameTheSetting(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -346,6 +347,12 @@ func runServer(ctx context.Context, cfg *Config, roles role) error {
 		}, a.svc, log)
 		gcfg := graph.DefaultServerConfig()
 		gcfg.StatusOf = rest.StatusOf
+		// The console is served at the public URL: its pages are the console's origin,
+		// and a public URL on HTTPS makes the session's cookies Secure.
+		if o := originOf(cfg.PublicURL); o != "" {
+			gcfg.ConsoleOrigins = []string{o}
+			gcfg.SecureCookies = strings.HasPrefix(o, "https://")
+		}
 		gql := graph.NewServer(gcfg, a.svc, a.bus, log)
 		console := web.New(web.Config{StorageOrigins: storageOrigins(cfg)})
 		if s := listen(cfg, cfg.Addr, apiHandler(api, gql, console), "api", log, errc); s != nil {
@@ -505,12 +512,26 @@ func roleName(roles role) string {
 	return "serve"
 }
 
+// firstOwnerEmail is the console's first owner on the embedded default.
+const firstOwnerEmail = "owner@localhost"
+
 // firstStartBootstrap creates the default organization, project and keys the first
-// time the embedded default starts, and prints the keys once.
+// time the embedded default starts, and its first console owner, and prints the keys
+// and the owner's one-time link to set a password once.
 func firstStartBootstrap(ctx context.Context, a *app) error {
-	_, err := a.store.FindOrganizationByName(ctx, "default")
+	path := filepath.Join(a.cfg.DataDir, "bootstrap.json")
+	org, err := a.store.FindOrganizationByName(ctx, "default")
 	if err == nil {
-		a.log.Info("bootstrap keys were printed on first start", "file", filepath.Join(a.cfg.DataDir, "bootstrap.json"))
+		// A data directory from before the console had people gets its owner now.
+		if n, err := a.store.CountMembers(ctx, org.ID, ""); err != nil || n > 0 {
+			a.log.Info("bootstrap keys were printed on first start", "file", path)
+			return err
+		}
+		link, err := firstOwner(ctx, a, org.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nfilemill: the console's first owner is %s.\n  set the password (one-time link): %s\n\n", firstOwnerEmail, link)
 		return nil
 	}
 	if !errors.Is(err, domain.ErrNotFound) {
@@ -520,15 +541,34 @@ func firstStartBootstrap(ctx context.Context, a *app) error {
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
-	out, _ := json.MarshalIndent(bootstrapJSON(b), "", "  ")
-	path := filepath.Join(a.cfg.DataDir, "bootstrap.json")
+	link, err := firstOwner(ctx, a, b.Organization.ID)
+	if err != nil {
+		return err
+	}
+	boot := bootstrapJSON(b)
+	boot["console_url"] = strings.TrimSuffix(a.cfg.PublicURL, "/") + web.Prefix
+	boot["owner_email"] = firstOwnerEmail
+	boot["set_password_url"] = link
+	out, _ := json.MarshalIndent(boot, "", "  ")
 	if err := os.WriteFile(path, append(out, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fmt.Printf("\nfilemill first start: organization %q, project %q, 1000 credits per environment.\n", "default", "default")
-	fmt.Printf("  live API key: %s\n  test API key: %s\n  (also in %s; shown here once)\n", b.LiveSecret, b.TestSecret, path)
+	fmt.Printf("  live API key: %s\n  test API key: %s\n", b.LiveSecret, b.TestSecret)
+	fmt.Printf("  console:      %s (owner %s; set the password, one-time link: %s)\n", boot["console_url"], firstOwnerEmail, link)
+	fmt.Printf("  (also in %s; shown here once)\n", path)
 	fmt.Printf("  try: curl -H 'Authorization: Bearer %s' %s/v1/jobs\n\n", b.LiveSecret, a.cfg.PublicURL)
 	return nil
+}
+
+// firstOwner makes the console's first owner of an organization and returns the
+// one-time link to set their password.
+func firstOwner(ctx context.Context, a *app, orgID string) (string, error) {
+	u, err := a.svc.People.CreateUser(ctx, domain.NewUser{OrganizationID: orgID, Email: firstOwnerEmail, Role: domain.RoleOwner})
+	if err != nil {
+		return "", fmt.Errorf("create the console's first owner: %w", err)
+	}
+	return strings.TrimSuffix(a.cfg.PublicURL, "/") + domain.SetPasswordPath + u.PasswordToken, nil
 }
 
 func bootstrapJSON(b *domain.Bootstrap) map[string]string {

@@ -3,6 +3,7 @@ package door
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/netip"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,6 +19,7 @@ const (
 	ctxLogger
 	ctxIdentity
 	ctxClientAddr
+	ctxUpgrade
 )
 
 // RequestID is the id Mount gave the request; "" outside one.
@@ -63,5 +65,18 @@ func withIdentity(ctx context.Context, id *Identity) context.Context {
 		span.SetAttributes(attribute.String("filemill.organization_id", p.Organization.ID),
 			attribute.String("filemill.project_id", p.Key.ProjectID), attribute.String("filemill.environment", string(p.Environment())))
 	}
-	return context.WithValue(ctx, ctxLogger, Logger(ctx).With("organization_id", p.Organization.ID, "key_id", p.Key.ID))
+	log := Logger(ctx).With("organization_id", p.Organization.ID)
+	if p.Session != nil {
+		log = log.With("user_id", p.User.ID, "session_id", p.Session.ID)
+	} else {
+		log = log.With("key_id", p.Key.ID)
+	}
+	return context.WithValue(ctx, ctxLogger, log)
+}
+
+// upgradeOf is the upgrade request of a websocket that authenticates in its first
+// message; nil otherwise.
+func upgradeOf(ctx context.Context) *http.Request {
+	r, _ := ctx.Value(ctxUpgrade).(*http.Request)
+	return r
 }

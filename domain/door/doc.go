@@ -1,7 +1,7 @@
 // Package door is the plumbing every front door mounts, written once: a request id and
 // a logger carrying it, one access-log line per request, authentication by a list of
-// Authenticators (an API key in the Authorization header today; a console session
-// next), the rate limit charged before any refusal, and the X-RateLimit-* headers on
+// Authenticators (an API key in the Authorization header, or the console's session
+// cookie with its CSRF token: session.go), the rate limit charged before any refusal, and the X-RateLimit-* headers on
 // every answer. The REST door and the GraphQL door (HTTP and websocket) both mount it,
 // so a request is received the same way through either.
 //

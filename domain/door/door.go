@@ -104,6 +104,10 @@ func (d *Door) Authenticate(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), ctxClientAddr, ip)
 		if id != nil {
 			ctx = withIdentity(ctx, id)
+		} else if isSocket(r) {
+			// It authenticates in its first message, which may rest on the upgrade's
+			// cookie and Origin (Sessions.AuthenticateInit).
+			ctx = context.WithValue(ctx, ctxUpgrade, r)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -9,6 +9,17 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
+type APIKeyConnection struct {
+	Edges    []*APIKeyEdge    `json:"edges"`
+	Nodes    []*domain.APIKey `json:"nodes"`
+	PageInfo *PageInfo        `json:"pageInfo"`
+}
+
+type APIKeyEdge struct {
+	Cursor string         `json:"cursor"`
+	Node   *domain.APIKey `json:"node"`
+}
+
 type ArtifactConnection struct {
 	Edges    []*ArtifactEdge        `json:"edges"`
 	Nodes    []*domain.ArtifactView `json:"nodes"`
@@ -28,11 +39,46 @@ type BatchCounts struct {
 	Cancelled int `json:"cancelled"`
 }
 
+type CreateAPIKeyInput struct {
+	Name string `json:"name"`
+	// live or test; the request's environment by default.
+	Environment *domain.Environment `json:"environment,omitempty"`
+	// The key's project; the request's by default.
+	ProjectID *string `json:"projectId,omitempty"`
+	// Empty: the data scopes (never manage or organization). A key cannot hold a scope its maker lacks.
+	Scopes []string `json:"scopes,omitempty"`
+	// CIDRs or single addresses; empty: any.
+	IPAllowList []string `json:"ipAllowList,omitempty"`
+	// Credits per calendar month; 0: none.
+	SpendLimit *int64 `json:"spendLimit,omitempty"`
+	// Requests per minute; 0: the deployment default.
+	RateLimit *int `json:"rateLimit,omitempty"`
+	// Operations it may run; empty: all.
+	AllowedOperations []string `json:"allowedOperations,omitempty"`
+	// Further projects it may act on; empty: all of the organization's.
+	AllowedProjects []string   `json:"allowedProjects,omitempty"`
+	ExpiresAt       *time.Time `json:"expiresAt,omitempty"`
+}
+
+// A key and its secret, shown this once.
+type CreateAPIKeyPayload struct {
+	APIKey *domain.APIKey `json:"apiKey"`
+	Secret string         `json:"secret"`
+}
+
 type CreateBatchInput struct {
 	FileIds   []string        `json:"fileIds"`
 	Operation *string         `json:"operation,omitempty"`
 	Preset    *string         `json:"preset,omitempty"`
 	Options   json.RawMessage `json:"options,omitempty"`
+}
+
+// An invitation and its one-time link, shown this once.
+type CreateInvitationPayload struct {
+	Invitation *domain.Invitation `json:"invitation"`
+	// The link's path and fragment below the console's origin: /console/invitation#token=…
+	Path  string `json:"path"`
+	Token string `json:"token"`
 }
 
 type CreateJobInput struct {
@@ -41,6 +87,12 @@ type CreateJobInput struct {
 	Preset    *string `json:"preset,omitempty"`
 	// A JSON object of the operation's options.
 	Options json.RawMessage `json:"options,omitempty"`
+}
+
+type CreateProjectInput struct {
+	Name string `json:"name"`
+	// Jobs queued or running at once; 0: the deployment default.
+	ConcurrencyLimit *int `json:"concurrencyLimit,omitempty"`
 }
 
 type CreateUploadInput struct {
@@ -72,6 +124,13 @@ type DeletePayload struct {
 	ID string `json:"id"`
 }
 
+type EstimateJobInput struct {
+	FileIds   []string        `json:"fileIds"`
+	Operation *string         `json:"operation,omitempty"`
+	Preset    *string         `json:"preset,omitempty"`
+	Options   json.RawMessage `json:"options,omitempty"`
+}
+
 type EventConnection struct {
 	Edges    []*EventEdge        `json:"edges"`
 	Nodes    []*domain.EventView `json:"nodes"`
@@ -92,6 +151,16 @@ type FileConnection struct {
 type FileEdge struct {
 	Cursor string           `json:"cursor"`
 	Node   *domain.FileView `json:"node"`
+}
+
+// An invitation as its link shows it before it is accepted.
+type InvitationPreview struct {
+	Email        string               `json:"email"`
+	Role         string               `json:"role"`
+	Organization *domain.Organization `json:"organization"`
+	ExpiresAt    time.Time            `json:"expiresAt"`
+	// The email has an account with a password: accepting asks for it (otherwise for a new one).
+	HasAccount bool `json:"hasAccount"`
 }
 
 type JobConnection struct {
@@ -129,11 +198,26 @@ type RotateWebhookSecretPayload struct {
 	Secret          string                      `json:"secret"`
 }
 
+// A new session: its cookie is set on the answer (HttpOnly), with the CSRF token every request repeats in the X-CSRF-Token header.
+type SignInPayload struct {
+	User         *domain.User         `json:"user"`
+	Organization *domain.Organization `json:"organization"`
+	Role         string               `json:"role"`
+	// Also in the filemill_csrf cookie, which the console reads after a reload.
+	CsrfToken string `json:"csrfToken"`
+}
+
 // Live changes over a websocket (graphql-transport-ws, or the legacy graphql-ws), with
 // the key in the upgrade's Authorization header or in connection_init's payload
-// {"authorization": "Bearer <key>"}. Each first sends the current state, then every
-// change; a revoked key's subscriptions end.
+// {"authorization": "Bearer <key>"} — or, from the console's own origin, its session
+// cookie with connection_init's {"csrfToken": …}. Each first sends the current state,
+// then every change; a revoked key's or ended session's subscriptions end.
 type Subscription struct {
+}
+
+type UpdateProjectInput struct {
+	Name             *string `json:"name,omitempty"`
+	ConcurrencyLimit *int    `json:"concurrencyLimit,omitempty"`
 }
 
 type UsageCredits struct {
@@ -151,6 +235,16 @@ type UsagePeriod struct {
 	End   time.Time `json:"end"`
 }
 
+type UsageSeries struct {
+	ProjectID string `json:"projectId"`
+	// The first day and the last, YYYY-MM-DD.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Every day of the range, oldest first (days without use are zero).
+	Days       []*domain.DailyUsage     `json:"days"`
+	Operations []*domain.OperationUsage `json:"operations"`
+}
+
 type UsageStorage struct {
 	Bytes int64 `json:"bytes"`
 	Files int   `json:"files"`
@@ -165,10 +259,21 @@ type ValidationInput struct {
 	Scan *bool `json:"scan,omitempty"`
 }
 
+// Who the request acts for: an API key, or a person signed in to the console.
 type Viewer struct {
-	APIKey       *domain.APIKey       `json:"apiKey"`
+	// The key the request authenticated with; null for a console session.
+	APIKey *domain.APIKey `json:"apiKey,omitempty"`
+	// The person signed in; null for a key.
+	User *domain.User `json:"user,omitempty"`
+	// The person's role; null for a key.
+	Role *string `json:"role,omitempty"`
+	// The scopes the request holds.
+	Scopes []string `json:"scopes"`
+	// The environment it acts in: the key's, or the one the console chose.
+	Environment  domain.Environment   `json:"environment"`
 	Organization *domain.Organization `json:"organization"`
-	Project      *domain.Project      `json:"project"`
+	// Its project: the key's, or the one the console chose.
+	Project *domain.Project `json:"project"`
 }
 
 type WebhookDeliveryConnection struct {

@@ -2,12 +2,16 @@
 // TestConsoleInBrowser in cmd/filemill, which sets the variables below). Drives
 // Debian's Chromium through playwright-core; never a downloaded browser.
 //
-//   CONSOLE_URL   http://127.0.0.1:PORT (the API listener)
-//   API_KEY       a live key of the organization under test
-//   OUT_DIR       where screenshots (screens/) and the report go
-//   HOOK_URL      an https receiver the server may deliver webhooks to
-//   FIXTURES      a directory holding photo.png and doc.pdf
-//   CHROMIUM      the browser (default /usr/bin/chromium)
+//   CONSOLE_URL      http://127.0.0.1:PORT (the API listener)
+//   API_KEY          a live key of the organization under test
+//   OWNER_EMAIL      the organization's owner, who signs in
+//   OWNER_PASSWORD   their password; with SET_PASSWORD_URL, the one they set through it
+//   SET_PASSWORD_URL (optional) the one-time link the first start printed for the owner
+//   LOCKED_EMAIL     an account of the organization that the tests lock out
+//   OUT_DIR          where screenshots (screens/) and the report go
+//   HOOK_URL         an https receiver the server may deliver webhooks to
+//   FIXTURES         a directory holding photo.png and doc.pdf
+//   CHROMIUM         the browser (default /usr/bin/chromium)
 import { chromium } from "playwright-core";
 import { mkdtempSync, readFileSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +27,10 @@ const need = (k) => {
 };
 const base = need("CONSOLE_URL").replace(/\/$/, "");
 const apiKey = need("API_KEY");
+const ownerEmail = need("OWNER_EMAIL");
+const ownerPassword = need("OWNER_PASSWORD");
+const setPasswordURL = process.env.SET_PASSWORD_URL || "";
+const lockedEmail = need("LOCKED_EMAIL");
 const outDir = need("OUT_DIR");
 // A URL of its own per run: an endpoint URL is registered once.
 const hookURL = need("HOOK_URL") + "?run=" + randomBytes(4).toString("hex");
@@ -34,17 +42,22 @@ mkdirSync(shots, { recursive: true });
 const require = createRequire(import.meta.url);
 const axeSource = readFileSync(join(dirname(require.resolve("axe-core")), "axe.min.js"), "utf8");
 
-const profile = mkdtempSync(join(tmpdir(), "filemill-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1280, height: 800 },
-  timezoneId: "Europe/Paris",
-  locale: "en-GB",
-});
-// The console's auth module reads its key from sessionStorage: the harness puts it there.
-await context.addInitScript((k) => sessionStorage.setItem("filemill.apiKey", k), apiKey);
+// A browser of its own per person: each holds its own session cookie.
+const profiles = [];
+async function browser() {
+  const profile = mkdtempSync(join(tmpdir(), "filemill-chromium-"));
+  profiles.push(profile);
+  return chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1280, height: 800 },
+    timezoneId: "Europe/Paris",
+    locale: "en-GB",
+  });
+}
+const context = await browser();
+const profile = profiles[0];
 
 const problems = []; // CSP violations and page errors, checked at the end
 const page = context.pages()[0] ?? (await context.newPage());
@@ -94,6 +107,78 @@ async function shoot(name) {
 let fileId; // the photo, uploaded through the console
 let jobId; // its image.convert job
 let endpointId;
+
+/** Signs in on the sign-in screen of p. */
+async function signIn(p, email, password) {
+  await p.getByLabel("Email", { exact: true }).fill(email);
+  await p.getByLabel("Password", { exact: true }).fill(password);
+  const answered = p.waitForResponse((r) => r.url().endsWith("/graphql") && r.request().method() === "POST");
+  await p.getByRole("button", { name: "Sign in" }).click();
+  await answered;
+}
+
+/** A GraphQL call from a page, as the console's script makes it: its cookie and CSRF header. */
+function gqlFrom(p, query, variables = {}) {
+  return p.evaluate(
+    async ([query, variables]) => {
+      const csrf = decodeURIComponent((document.cookie.match(/(?:^|; )filemill_csrf=([^;]*)/) || [])[1] || "");
+      const r = await fetch("/graphql", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: r.status, body: await r.json() };
+    },
+    [query, variables],
+  );
+}
+
+await test("sign in: the owner sets a password from the link, a wrong password is refused, sign out and in", async () => {
+  await page.goto(base + "/");
+  await page.waitForURL(base + "/console/");
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await shoot("sign-in");
+  if (setPasswordURL) {
+    await page.goto(setPasswordURL);
+    await page.getByRole("heading", { name: "Set your password" }).waitFor();
+    await page.getByLabel("New password").fill(ownerPassword);
+    await page.getByLabel("Repeat the password").fill(ownerPassword);
+    await page.getByRole("button", { name: "Set password and sign in" }).click();
+  } else {
+    await signIn(page, ownerEmail, ownerPassword);
+  }
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  const cookies = await context.cookies(base + "/graphql");
+  const session = cookies.find((c) => c.name === "filemill_session");
+  assert.ok(session?.httpOnly, "the session cookie is HttpOnly");
+  assert.equal(session.sameSite, "Lax");
+  assert.equal(await page.evaluate(() => document.cookie.includes("filemill_session")), false, "the page cannot read the session");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await signIn(page, ownerEmail, "not the password at all");
+  await page.getByRole("alert").getByText("invalid_credentials").waitFor();
+  await signIn(page, ownerEmail, ownerPassword);
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+});
+
+await test("a locked-out account: failures lock it, then even its password is refused", async () => {
+  const other = await browser();
+  const p = other.pages()[0] ?? (await other.newPage());
+  await p.goto(base + "/console/");
+  let locked = false;
+  for (let i = 0; i < 12 && !locked; i++) {
+    await signIn(p, lockedEmail, `wrong password ${i}`);
+    const alert = p.getByRole("alert").filter({ hasText: /invalid_credentials|sign_in_locked/ });
+    await alert.waitFor();
+    locked = /sign_in_locked/.test(await alert.textContent());
+    if (!locked) assert.match(await alert.textContent(), /invalid_credentials/);
+  }
+  assert.ok(locked, "failures lock the account");
+  await signIn(p, lockedEmail, ownerPassword);
+  await p.getByRole("alert").getByText("sign_in_locked").waitFor();
+  await other.close();
+});
 
 await test("a browser at / lands on the console; navigation links have their names", async () => {
   await page.goto(base + "/");
@@ -305,8 +390,135 @@ await test("ai-ready on a PDF opens in the viewer", async () => {
   await shoot("ai-ready");
 });
 
-await test("screens without data yet: usage, keys, projects, members, playground, not found", async () => {
-  for (const [name, path] of [["usage", "/usage"], ["keys", "/keys"], ["projects", "/projects"], ["members", "/members"], ["not-found", "/nowhere"]]) {
+await test("create a project and a key with restrictions: the secret shown once, then only masked; revoke it", async () => {
+  await go("/projects");
+  await page.getByLabel("Project name").fill("reports");
+  await page.getByLabel("Concurrency limit", { exact: true }).fill("4");
+  await page.getByRole("button", { name: "Create project" }).click();
+  await page.getByRole("cell", { name: /^reports/ }).waitFor();
+  await shoot("projects");
+
+  await go("/keys");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const dialog = page.getByRole("dialog");
+  await dialog.getByLabel("Name", { exact: true }).fill("ci uploads");
+  await dialog.getByRole("checkbox", { name: "jobs:write" }).uncheck();
+  await dialog.getByLabel("IP allow-list").fill("10.0.0.0/8");
+  await dialog.getByLabel("Monthly spend limit (credits)").fill("100");
+  await dialog.getByLabel("Allowed operations").fill("image.convert");
+  await dialog.getByRole("checkbox", { name: "reports" }).check();
+  await shoot("keys-create");
+  await dialog.getByRole("button", { name: "Create key" }).click();
+  const secret = (await dialog.getByLabel("API key", { exact: true }).textContent()).trim();
+  assert.match(secret, /^fm_live_[a-z2-7]{32}$/);
+  await dialog.getByRole("button", { name: "Done" }).click();
+  const row = page.getByRole("row").filter({ hasText: "ci uploads" });
+  await row.getByText(secret.slice(0, 12) + "…").waitFor();
+  assert.equal(await page.getByText(secret).count(), 0, "the secret is not shown again");
+  assert.match(await row.textContent(), /10\.0\.0\.0\/8/);
+  assert.match(await row.textContent(), /100 credits\/month/);
+  // Its restrictions hold: from this machine's address it is refused.
+  const refused = await fetch(base + "/v1/jobs", { headers: { Authorization: `Bearer ${secret}` } });
+  assert.equal(refused.status, 403);
+  await shoot("keys");
+  page.once("dialog", (d) => d.accept());
+  await row.getByRole("button", { name: /^Revoke/ }).click();
+  await row.getByText("revoked").waitFor();
+  const revoked = await fetch(base + "/v1/jobs", { headers: { Authorization: `Bearer ${secret}` } }).then((r) => r.json());
+  assert.equal(revoked.error.code, "revoked_api_key");
+});
+
+await test("invite a viewer, who signs in and finds every change refused, in the browser and on the server", async () => {
+  await go("/members");
+  await page.getByRole("button", { name: "Invite member" }).click();
+  const dialog = page.getByRole("dialog");
+  await dialog.getByLabel("Email").fill("viewer@example.com");
+  await dialog.getByLabel("Role").selectOption("viewer");
+  await dialog.getByRole("button", { name: "Invite member" }).click();
+  const link = (await dialog.getByLabel("Invitation link", { exact: true }).textContent()).trim();
+  assert.match(link, /\/console\/invitation#token=fmi_/);
+  await dialog.getByRole("button", { name: "Done" }).click();
+  await page.getByRole("cell", { name: "viewer@example.com", exact: true }).waitFor();
+  await shoot("members");
+
+  const vb = await browser();
+  const v = vb.pages()[0] ?? (await vb.newPage());
+  v.on("pageerror", (e) => problems.push(`viewer page error: ${e.message}`));
+  await v.goto(link);
+  await v.getByText("as viewer").waitFor();
+  await v.getByLabel("Choose a password").fill("a viewer's password");
+  await v.getByLabel("Repeat the password").fill("a viewer's password");
+  await v.getByRole("button", { name: "Accept invitation" }).click();
+  await v.getByRole("heading", { name: "Overview" }).waitFor();
+  // Signed in again with the password chosen.
+  await v.getByRole("button", { name: "Sign out" }).click();
+  await signIn(v, "viewer@example.com", "a viewer's password");
+  await v.getByRole("heading", { name: "Overview" }).waitFor();
+
+  // In the browser: every action that changes something is off.
+  for (const [path, button] of [["/files", "Upload files"], [`/run?file=${fileId}&op=image.convert`, "Run job"], ["/webhooks", "Create endpoint"], ["/keys", "Create key"], ["/members", "Invite member"], ["/projects", "Create project"]]) {
+    await v.goto(base + "/console" + path);
+    const b = v.getByRole("button", { name: button, exact: true });
+    await b.waitFor();
+    assert.ok(await b.isDisabled(), `${button} is off for a viewer`);
+  }
+  await v.goto(base + `/console/webhooks/${endpointId}`);
+  for (const button of ["Send test event", "Disable", "Rotate secret", "Delete"]) {
+    assert.ok(await v.getByRole("button", { name: button, exact: true }).isDisabled(), `${button} is off for a viewer`);
+  }
+  // On the server: the same requests, sent anyway with the viewer's session, are refused.
+  const mutations = [
+    [`mutation { createUpload(input: {filename: "x.png", byteSize: 10}) { upload { id } } }`],
+    [`mutation($f: ID!) { createJob(input: {fileId: $f, operation: "image.convert"}) { id } }`, { f: fileId }],
+    [`mutation($f: ID!) { deleteFile(id: $f) { id } }`, { f: fileId }],
+    [`mutation { createWebhookEndpoint(input: {url: "https://example.com/x", enabledEvents: ["job.failed"]}) { secret } }`],
+    [`mutation($e: ID!) { sendTestEvent(webhookEndpointId: $e) { id } }`, { e: endpointId }],
+    [`mutation($e: ID!) { disableWebhookEndpoint(id: $e) { id } }`, { e: endpointId }],
+    [`mutation { createProject(input: {name: "viewer's"}) { id } }`],
+    [`mutation { createApiKey(input: {name: "viewer's", scopes: ["files:read"]}) { secret } }`],
+    [`mutation { createInvitation(email: "x@example.com", role: viewer) { token } }`],
+  ];
+  for (const [q, vars] of mutations) {
+    const r = await gqlFrom(v, q, vars);
+    assert.equal(r.body.errors?.[0]?.extensions?.code, "insufficient_scope", `${q}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.data, null);
+  }
+  await v.goto(base + "/console/");
+  await v.getByRole("heading", { name: "Overview" }).waitFor();
+  await vb.close();
+});
+
+await test("a cross-site POST with the session cookie is refused", async () => {
+  const cookies = await context.cookies(base + "/graphql");
+  const session = cookies.find((c) => c.name === "filemill_session").value;
+  const csrf = cookies.find((c) => c.name === "filemill_csrf").value;
+  const post = (origin, withToken) =>
+    fetch(base + "/graphql", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Cookie: `filemill_session=${session}; filemill_csrf=${csrf}`, Origin: origin, ...(withToken ? { "X-CSRF-Token": csrf } : {}) },
+      body: JSON.stringify({ query: `mutation { createProject(input: {name: "from elsewhere"}) { id } }` }),
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  const cross = await post("https://evil.example", true);
+  assert.equal(cross.status, 403);
+  assert.equal(cross.body.errors[0].extensions.code, "forbidden");
+  const noToken = await post(base, false);
+  assert.equal(noToken.status, 401);
+  assert.equal(noToken.body.errors[0].extensions.code, "invalid_session");
+  const same = await post(base, true);
+  assert.equal(same.body.data?.createProject?.id?.slice(0, 4), "prj_", "the same request from the console's page works");
+});
+
+await test("usage shows the jobs' credits per day", async () => {
+  await go("/usage");
+  await page.getByRole("heading", { name: "Usage" }).waitFor();
+  await page.getByRole("figure", { name: "Credits charged per day" }).waitFor();
+  const summary = await page.locator(".card-head").filter({ hasText: "Credits charged per day" }).textContent();
+  const credits = Number(summary.match(/([\d,.]+) credits/)[1].replace(/[,.]/g, ""));
+  assert.ok(credits > 0, `credits charged after the jobs (${summary})`);
+});
+
+await test("screens: usage, keys, projects, members, account, playground, not found", async () => {
+  for (const [name, path] of [["usage", "/usage"], ["account", "/account"], ["not-found", "/nowhere"]]) {
     await go(path);
     await shoot(name);
   }
@@ -342,7 +554,7 @@ await test("no Content-Security-Policy violation or page error", async () => {
 });
 
 await context.close();
-rmSync(profile, { recursive: true, force: true });
+for (const p of profiles) rmSync(p, { recursive: true, force: true });
 writeFileSync(join(outDir, "results.json"), JSON.stringify(results, null, 2));
 const failed = results.filter((r) => !r.ok).length;
 console.log(`screenshots: ${shots}`);

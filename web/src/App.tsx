@@ -1,9 +1,9 @@
 import { lazy, Suspense, useEffect, useState, type ReactNode } from "react";
-import { useQuery } from "urql";
+import { useMutation, useQuery } from "urql";
 import { graphql } from "./gql";
 import { Link, match, useLocation } from "./lib/router";
 import { onLinkState, type LinkState, apiError } from "./lib/graphql";
-import { hasCredentials } from "./lib/auth";
+import { clearSelection, hasCredentials, restart, select } from "./lib/auth";
 import { ErrorBox, Loading } from "./ui/ui";
 import { Icon, type IconName } from "./ui/icons";
 import { Overview } from "./screens/Overview";
@@ -16,7 +16,12 @@ import { Run } from "./screens/Run";
 import { Webhooks } from "./screens/Webhooks";
 import { WebhookDetail } from "./screens/WebhookDetail";
 import { Usage } from "./screens/Usage";
-import { Placeholder } from "./screens/Placeholder";
+import { Keys } from "./screens/Keys";
+import { Projects } from "./screens/Projects";
+import { Members } from "./screens/Members";
+import { Account } from "./screens/Account";
+import { AcceptInvitation, SetPassword, SignIn } from "./screens/SignIn";
+import { ViewerContext, type ViewerInfo } from "./lib/viewer";
 
 // The ai-ready viewer brings a markdown renderer: loaded when it opens.
 const AiReady = lazy(() => import("./screens/AiReady"));
@@ -24,6 +29,13 @@ const AiReady = lazy(() => import("./screens/AiReady"));
 const ViewerQuery = graphql(`
   query Viewer {
     viewer {
+      user {
+        id
+        email
+      }
+      role
+      scopes
+      environment
       organization {
         id
         name
@@ -32,11 +44,18 @@ const ViewerQuery = graphql(`
         id
         name
       }
-      apiKey {
-        id
-        name
-        environment
-      }
+    }
+    projects {
+      id
+      name
+    }
+  }
+`);
+
+const SignOutMutation = graphql(`
+  mutation SignOut {
+    signOut {
+      id
     }
   }
 `);
@@ -51,6 +70,7 @@ const nav: { to: string; label: string; icon: IconName; section?: string }[] = [
   { to: "/keys", label: "Keys", icon: "key", section: "Organization" },
   { to: "/projects", label: "Projects", icon: "folder" },
   { to: "/members", label: "Members", icon: "users" },
+  { to: "/account", label: "Account", icon: "user" },
 ];
 
 function route(path: string): { screen: ReactNode; section: string } {
@@ -74,9 +94,10 @@ function route(path: string): { screen: ReactNode; section: string } {
   if (path === "/webhooks") return { screen: <Webhooks />, section: "/webhooks" };
   if ((m = match("/webhooks/:id", path))) return { screen: <WebhookDetail id={m.id} />, section: "/webhooks" };
   if (path === "/usage") return { screen: <Usage />, section: "/usage" };
-  if (path === "/keys") return { screen: <Placeholder title="Keys" what="API keys: create with scopes and restrictions, see them masked with their last use, revoke." />, section: "/keys" };
-  if (path === "/projects") return { screen: <Placeholder title="Projects" what="Projects: create, rename, and set each one's concurrency limit." />, section: "/projects" };
-  if (path === "/members") return { screen: <Placeholder title="Members" what="Members and invitations: invite with a role, change roles, remove." />, section: "/members" };
+  if (path === "/keys") return { screen: <Keys />, section: "/keys" };
+  if (path === "/projects") return { screen: <Projects />, section: "/projects" };
+  if (path === "/members") return { screen: <Members />, section: "/members" };
+  if (path === "/account") return { screen: <Account />, section: "/account" };
   return { screen: <NotFound />, section: "" };
 }
 
@@ -102,26 +123,75 @@ function LinkIndicator() {
   );
 }
 
+/** The project and environment the console acts on; changing either reloads it there. */
+function Scope({ viewer, projects }: { viewer: ViewerInfo; projects: { id: string; name: string }[] }) {
+  return (
+    <div className="scope">
+      <label className="scope-label" htmlFor="scope-project">
+        Project
+      </label>
+      <select id="scope-project" className="scope-select" value={viewer.project.id} onChange={(e) => select(e.target.value, viewer.environment)}>
+        {projects.map((p) => (
+          <option key={p.id} value={p.id}>
+            {p.name}
+          </option>
+        ))}
+      </select>
+      <div className="env-switch" role="group" aria-label="Environment">
+        {["live", "test"].map((env) => (
+          <button
+            key={env}
+            type="button"
+            className={"env env-" + env + (viewer.environment === env ? " on" : "")}
+            aria-pressed={viewer.environment === env}
+            onClick={() => viewer.environment !== env && select(viewer.project.id, env)}
+          >
+            {env}
+          </button>
+        ))}
+      </div>
+    </div>
+  );
+}
+
 export function App() {
   const { path } = useLocation();
+  // The one-time links work signed out (and signed in as someone else alike).
+  if (path === "/invitation") return <AcceptInvitation />;
+  if (path === "/set-password") return <SetPassword />;
+  if (!hasCredentials()) return <SignIn />;
+  return <Console />;
+}
+
+function Console() {
+  const { path } = useLocation();
   const { screen, section } = route(path);
-  const [{ data, error, fetching }, refetch] = useQuery({ query: ViewerQuery, pause: !hasCredentials() });
+  const [{ data, error, fetching }, refetch] = useQuery({ query: ViewerQuery });
+  const [out, signOut] = useMutation(SignOutMutation);
   const titleLabel = nav.find((n) => n.to === section)?.label;
   useEffect(() => {
     document.title = titleLabel ? `${titleLabel} · filemill` : "filemill console";
   }, [titleLabel]);
 
+  const err = apiError(error);
+  if (err && !data && (err.code === "invalid_session" || err.code === "missing_credentials")) {
+    return <SignIn notice="Your session has ended: sign in again." />;
+  }
+  if (err && !data && err.param === "project") {
+    // A project chosen in this browser that the server refuses: back to the default.
+    clearSelection();
+  }
+  const viewer: ViewerInfo | null =
+    data && data.viewer.user
+      ? { email: data.viewer.user.email, role: data.viewer.role ?? "", scopes: data.viewer.scopes, environment: data.viewer.environment,
+          organization: data.viewer.organization, project: data.viewer.project }
+      : null;
+
   let main: ReactNode = screen;
-  if (!hasCredentials()) {
+  if (err && !data) {
     main = (
       <div className="page">
-        <ErrorBox error={{ code: "unauthenticated", message: "This browser is not signed in to filemill." }} />
-      </div>
-    );
-  } else if (error && !data) {
-    main = (
-      <div className="page">
-        <ErrorBox error={apiError(error)!} onRetry={() => refetch({ requestPolicy: "network-only" })} />
+        <ErrorBox error={err} onRetry={() => refetch({ requestPolicy: "network-only" })} />
       </div>
     );
   } else if (fetching && !data) {
@@ -129,50 +199,70 @@ export function App() {
   }
 
   return (
-    <div className="shell">
-      <a className="skip" href="#main">
-        Skip to content
-      </a>
-      <aside className="sidebar">
-        <div className="brand">
-          <svg aria-hidden="true" width="28" height="28" viewBox="0 0 32 32">
-            <rect width="32" height="32" rx="7" fill="var(--accent)" />
-            <path d="M9 23V9h13v3.2h-9.4v2.6h8v3.1h-8V23z" fill="#fff" />
-          </svg>
-          <span>filemill</span>
-        </div>
-        {data && (
-          <div className="org">
-            <div className="org-name">{data.viewer.organization.name}</div>
-            <div className="org-project">
-              {data.viewer.project.name} · <span className={"env env-" + data.viewer.apiKey.environment}>{data.viewer.apiKey.environment}</span>
-            </div>
+    <ViewerContext.Provider value={viewer}>
+      <div className="shell">
+        <a className="skip" href="#main">
+          Skip to content
+        </a>
+        <aside className="sidebar">
+          <div className="brand">
+            <svg aria-hidden="true" width="28" height="28" viewBox="0 0 32 32">
+              <rect width="32" height="32" rx="7" fill="var(--accent)" />
+              <path d="M9 23V9h13v3.2h-9.4v2.6h8v3.1h-8V23z" fill="#fff" />
+            </svg>
+            <span>filemill</span>
           </div>
-        )}
-        <nav aria-label="Console">
-          <ul>
-            {nav.map((n) => (
-              <li key={n.to}>
-                {n.section && <div className="nav-section" aria-hidden="true">{n.section}</div>}
-                <Link to={n.to} className={"nav-link" + (section === n.to ? " active" : "")} aria-current={section === n.to ? "page" : undefined}>
-                  <Icon name={n.icon} />
-                  <span>{n.label}</span>
-                </Link>
-              </li>
-            ))}
-          </ul>
-        </nav>
-        <div className="sidebar-foot">
-          <a href="/graphql/play" className="nav-link subtle">
-            <Icon name="code" />
-            <span>GraphQL playground</span>
-          </a>
-        </div>
-      </aside>
-      <main id="main" tabIndex={-1}>
-        <LinkIndicator />
-        {main}
-      </main>
-    </div>
+          {viewer && (
+            <div className="org">
+              <div className="org-name">{viewer.organization.name}</div>
+              <div className="org-project">
+                {viewer.project.name} · <span className={"env env-" + viewer.environment}>{viewer.environment}</span>
+              </div>
+            </div>
+          )}
+          <nav aria-label="Console">
+            <ul>
+              {nav.map((n) => (
+                <li key={n.to}>
+                  {n.section && <div className="nav-section" aria-hidden="true">{n.section}</div>}
+                  <Link to={n.to} className={"nav-link" + (section === n.to ? " active" : "")} aria-current={section === n.to ? "page" : undefined}>
+                    <Icon name={n.icon} />
+                    <span>{n.label}</span>
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <div className="sidebar-foot">
+            {viewer && data && <Scope viewer={viewer} projects={data.projects} />}
+            {viewer && (
+              <div className="who">
+                <div className="who-email">{viewer.email}</div>
+                <div className="who-role">{viewer.role}</div>
+                <button
+                  type="button"
+                  className="btn btn-small btn-ghost who-out"
+                  disabled={out.fetching}
+                  onClick={async () => {
+                    await signOut({});
+                    restart("/console/");
+                  }}
+                >
+                  Sign out
+                </button>
+              </div>
+            )}
+            <a href="/graphql/play" className="nav-link subtle">
+              <Icon name="code" />
+              <span>GraphQL playground</span>
+            </a>
+          </div>
+        </aside>
+        <main id="main" tabIndex={-1}>
+          <LinkIndicator />
+          {main}
+        </main>
+      </div>
+    </ViewerContext.Provider>
   );
 }

@@ -2,7 +2,11 @@ import { describe, expect, it, afterEach } from "vitest";
 import { cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { useState } from "react";
 import { optionsOf, SchemaFields, type JSONSchema, type Values } from "./screens/SchemaForm";
-import { accepts, estimate } from "./screens/Run";
+import { accepts } from "./screens/Run";
+import { Client, Provider } from "urql";
+import { authHeaders, connectionParams, csrfToken, hasCredentials } from "./lib/auth";
+import { browserName } from "./screens/Account";
+import { SignIn } from "./screens/SignIn";
 import { ErrorBox, Progress, StateBadge, Time } from "./ui/ui";
 import { match } from "./lib/router";
 import { bytes, jobDuration, utcTime } from "./lib/format";
@@ -74,11 +78,41 @@ describe("run helpers", () => {
     expect(accepts(["application/pdf"], pdf)).toBe(true);
     expect(accepts([], png)).toBe(true);
   });
-  it("estimates per file, and per page when pages are known", () => {
-    expect(estimate({ credits: 1, per: "file" }, [png, pdf])).toEqual({ credits: 2, exact: true });
-    expect(estimate({ credits: 2, per: "page" }, [pdf])).toEqual({ credits: 24, exact: true });
-    expect(estimate({ credits: 2, per: "page" }, [png])).toEqual({ credits: 2, exact: false });
-    expect(estimate(null, [png])).toBeNull();
+});
+
+describe("the session's credentials", () => {
+  afterEach(() => {
+    document.cookie = "filemill_csrf=; max-age=0; path=/";
+    localStorage.clear();
+  });
+  it("repeats the CSRF cookie in a header and sends the chosen project and environment", () => {
+    expect(hasCredentials()).toBe(false);
+    expect(authHeaders()).toEqual({});
+    document.cookie = "other=1; path=/";
+    document.cookie = "filemill_csrf=abc%3D; path=/";
+    expect(csrfToken()).toBe("abc=");
+    localStorage.setItem("filemill.project", "prj_1");
+    localStorage.setItem("filemill.environment", "test");
+    expect(authHeaders()).toEqual({ "X-CSRF-Token": "abc=", "X-Filemill-Project": "prj_1", "X-Filemill-Environment": "test" });
+    expect(connectionParams()).toEqual({ csrfToken: "abc=", project: "prj_1", environment: "test" });
+  });
+  it("names a session's browser", () => {
+    expect(browserName("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36")).toBe("Chrome on X11");
+    expect(browserName("")).toBe("unknown browser");
+  });
+});
+
+describe("sign-in", () => {
+  it("asks for an Email and a Password, with a Sign in button", () => {
+    const client = new Client({ url: "/graphql", exchanges: [] });
+    render(
+      <Provider value={client}>
+        <SignIn />
+      </Provider>,
+    );
+    expect(screen.getByLabelText("Email")).toHaveProperty("type", "email");
+    expect(screen.getByLabelText("Password")).toHaveProperty("type", "password");
+    expect(screen.getByRole("button", { name: "Sign in" })).toBeTruthy();
   });
 });
 

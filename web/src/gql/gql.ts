@@ -14,7 +14,8 @@ import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-
  * Learn more about it here: https://the-guild.dev/graphql/codegen/plugins/presets/preset-client#reducing-bundle-size
  */
 type Documents = {
-    "\n  query Viewer {\n    viewer {\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n      apiKey {\n        id\n        name\n        environment\n      }\n    }\n  }\n": typeof types.ViewerDocument,
+    "\n  query Viewer {\n    viewer {\n      user {\n        id\n        email\n      }\n      role\n      scopes\n      environment\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n": typeof types.ViewerDocument,
+    "\n  mutation SignOut {\n    signOut {\n      id\n    }\n  }\n": typeof types.SignOutDocument,
     "\n  subscription JobEvents($types: [String!]) {\n    events(types: $types) {\n      id\n      type\n      createdAt\n      data\n    }\n  }\n": typeof types.JobEventsDocument,
     "\n  mutation CreateUpload($input: CreateUploadInput!, $key: String) {\n    createUpload(input: $input, idempotencyKey: $key) {\n      upload {\n        ...UploadFields\n      }\n    }\n  }\n": typeof types.CreateUploadDocument,
     "\n  fragment UploadFields on Upload {\n    id\n    fileId\n    state\n    uploadUrl\n    uploadHeaders\n    partSize\n    parts {\n      partNumber\n      url\n      byteOffset\n      byteSize\n    }\n  }\n": typeof types.UploadFieldsFragmentDoc,
@@ -24,6 +25,10 @@ type Documents = {
     "\n  mutation CompleteFile($id: ID!, $key: String) {\n    completeFile(id: $id, idempotencyKey: $key) {\n      id\n      status\n      filename\n    }\n  }\n": typeof types.CompleteFileDocument,
     "\n  mutation AbortUpload($id: ID!, $key: String) {\n    abortUpload(uploadId: $id, idempotencyKey: $key) {\n      id\n    }\n  }\n": typeof types.AbortUploadDocument,
     "\n  query UploadedFile($id: ID!) {\n    file(id: $id) {\n      id\n      status\n      filename\n    }\n  }\n": typeof types.UploadedFileDocument,
+    "\n  query Sessions {\n    sessions {\n      id\n      createdAt\n      lastSeenAt\n      expiresAt\n      ip\n      userAgent\n      current\n    }\n  }\n": typeof types.SessionsDocument,
+    "\n  mutation RevokeSession($id: ID!) {\n    revokeSession(id: $id) {\n      id\n    }\n  }\n": typeof types.RevokeSessionDocument,
+    "\n  mutation SignOutEverywhere {\n    signOutEverywhere\n  }\n": typeof types.SignOutEverywhereDocument,
+    "\n  mutation ChangePassword($current: String!, $next: String!) {\n    changePassword(currentPassword: $current, newPassword: $next)\n  }\n": typeof types.ChangePasswordDocument,
     "\n  query AiReadyJob($id: ID!) {\n    job(id: $id) {\n      id\n      state\n      preset\n      operation\n      fileId\n      file {\n        id\n        filename\n        pages\n        artifacts {\n          id\n          jobId\n          name\n          mimeType\n        }\n      }\n      artifacts {\n        id\n        name\n        mimeType\n      }\n    }\n  }\n": typeof types.AiReadyJobDocument,
     "\n  query RenderJobOptions($id: ID!) {\n    job(id: $id) {\n      id\n      options\n    }\n  }\n": typeof types.RenderJobOptionsDocument,
     "\n  mutation RenderPages($input: CreateJobInput!, $key: String) {\n    createJob(input: $input, idempotencyKey: $key) {\n      id\n      state\n    }\n  }\n": typeof types.RenderPagesDocument,
@@ -39,14 +44,32 @@ type Documents = {
     "\n  subscription JobLive($id: ID!) {\n    jobUpdated(id: $id) {\n      ...JobFields\n    }\n  }\n": typeof types.JobLiveDocument,
     "\n  mutation CancelJob($id: ID!, $key: String) {\n    cancelJob(id: $id, idempotencyKey: $key) {\n      ...JobFields\n    }\n  }\n": typeof types.CancelJobDocument,
     "\n  query Jobs($projectId: ID, $state: JobState, $first: Int, $after: String) {\n    jobs(projectId: $projectId, state: $state, first: $first, after: $after) {\n      nodes {\n        id\n        createdAt\n        fileId\n        file {\n          id\n          filename\n        }\n        batchId\n        operation\n        preset\n        state\n        progress\n        creditsReserved\n        creditsCharged\n        startedAt\n        finishedAt\n      }\n      pageInfo {\n        hasNextPage\n        endCursor\n      }\n    }\n  }\n": typeof types.JobsDocument,
+    "\n  query ApiKeys($first: Int, $after: String) {\n    apiKeys(first: $first, after: $after) {\n      nodes {\n        id\n        name\n        masked\n        environment\n        projectId\n        scopes\n        ipAllowList\n        allowedOperations\n        allowedProjects\n        spendLimit\n        rateLimit\n        expiresAt\n        revokedAt\n        lastUsedAt\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n        endCursor\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n": typeof types.ApiKeysDocument,
+    "\n  mutation CreateApiKey($input: CreateApiKeyInput!) {\n    createApiKey(input: $input) {\n      secret\n      apiKey {\n        id\n        masked\n      }\n    }\n  }\n": typeof types.CreateApiKeyDocument,
+    "\n  mutation RevokeApiKey($id: ID!) {\n    revokeApiKey(id: $id) {\n      id\n      revokedAt\n    }\n  }\n": typeof types.RevokeApiKeyDocument,
+    "\n  query Members {\n    members {\n      id\n      userId\n      email\n      role\n      createdAt\n    }\n    invitations {\n      id\n      email\n      role\n      createdAt\n      expiresAt\n    }\n  }\n": typeof types.MembersDocument,
+    "\n  mutation CreateInvitation($email: String!, $role: Role!) {\n    createInvitation(email: $email, role: $role) {\n      path\n      invitation {\n        id\n      }\n    }\n  }\n": typeof types.CreateInvitationDocument,
+    "\n  mutation RevokeInvitation($id: ID!) {\n    revokeInvitation(id: $id) {\n      id\n    }\n  }\n": typeof types.RevokeInvitationDocument,
+    "\n  mutation UpdateMember($id: ID!, $role: Role!) {\n    updateMember(id: $id, role: $role) {\n      id\n      role\n    }\n  }\n": typeof types.UpdateMemberDocument,
+    "\n  mutation RemoveMember($id: ID!) {\n    removeMember(id: $id) {\n      id\n    }\n  }\n": typeof types.RemoveMemberDocument,
     "\n  query Overview {\n    usage {\n      ...UsageFields\n    }\n    queued: jobs(state: queued, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    running: jobs(state: running, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    failed: jobs(state: failed, first: 100) {\n      nodes {\n        id\n        createdAt\n        operation\n        preset\n        finishedAt\n        error {\n          code\n          message\n        }\n        file {\n          id\n          filename\n        }\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    cancelled: jobs(state: cancelled, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    operations {\n      name\n      kind\n      engine\n      available\n    }\n  }\n": typeof types.OverviewDocument,
+    "\n  query Projects {\n    projects {\n      id\n      name\n      concurrencyLimit\n      createdAt\n    }\n  }\n": typeof types.ProjectsDocument,
+    "\n  mutation CreateProject($input: CreateProjectInput!) {\n    createProject(input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n": typeof types.CreateProjectDocument,
+    "\n  mutation UpdateProject($id: ID!, $input: UpdateProjectInput!) {\n    updateProject(id: $id, input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n": typeof types.UpdateProjectDocument,
     "\n  query RunSetup {\n    operations {\n      name\n      kind\n      description\n      available\n      engine\n      price {\n        credits\n        per\n      }\n      priceRule\n      inputFormats\n      optionsSchema\n      steps {\n        name\n        operation\n      }\n    }\n    files(first: 50) {\n      nodes {\n        id\n        filename\n        status\n        byteSize\n        pages\n        createdAt\n        detectedFormat {\n          extension\n          mimeType\n        }\n      }\n    }\n  }\n": typeof types.RunSetupDocument,
     "\n  mutation CreateJob($input: CreateJobInput!, $key: String) {\n    createJob(input: $input, idempotencyKey: $key) {\n      id\n      state\n    }\n  }\n": typeof types.CreateJobDocument,
     "\n  mutation CreateBatch($input: CreateBatchInput!, $key: String) {\n    createBatch(input: $input, idempotencyKey: $key) {\n      id\n      state\n    }\n  }\n": typeof types.CreateBatchDocument,
+    "\n  query EstimateJob($input: EstimateJobInput!) {\n    estimateJob(input: $input) {\n      credits\n      estimated\n      files {\n        fileId\n        pricing {\n          rule\n          pages\n          lines {\n            step\n            operation\n            units\n            credits\n          }\n        }\n      }\n    }\n  }\n": typeof types.EstimateJobDocument,
+    "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      role\n      csrfToken\n    }\n  }\n": typeof types.SignInDocument,
+    "\n  mutation SetPassword($token: String!, $password: String!) {\n    setPassword(token: $token, password: $password) {\n      role\n    }\n  }\n": typeof types.SetPasswordDocument,
+    "\n  query InvitationPreview($token: String!) {\n    invitation(token: $token) {\n      email\n      role\n      expiresAt\n      hasAccount\n      organization {\n        id\n        name\n      }\n    }\n  }\n": typeof types.InvitationPreviewDocument,
+    "\n  mutation AcceptInvitation($token: String!, $password: String!) {\n    acceptInvitation(token: $token, password: $password) {\n      role\n    }\n  }\n": typeof types.AcceptInvitationDocument,
     "\n  fragment UsageFields on Usage {\n    projectId\n    period {\n      start\n      end\n    }\n    credits {\n      balance\n      reserved\n      used\n    }\n    storage {\n      bytes\n      files\n    }\n    egress {\n      bytes\n    }\n  }\n": typeof types.UsageFieldsFragmentDoc,
-    "\n  query Usage {\n    usage {\n      ...UsageFields\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        operation\n        preset\n        creditsCharged\n        finishedAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n  }\n": typeof types.UsageDocument,
+    "\n  query Usage($from: String!, $to: String!) {\n    usage {\n      ...UsageFields\n    }\n    usageSeries(from: $from, to: $to) {\n      from\n      to\n      days {\n        date\n        credits\n        jobs\n        uploadedBytes\n        egressBytes\n      }\n      operations {\n        operation\n        jobs\n        credits\n      }\n    }\n  }\n": typeof types.UsageDocument,
     "\n  query WebhookEndpoint($id: ID!, $first: Int, $after: String) {\n    webhookEndpoint(id: $id) {\n      id\n      createdAt\n      url\n      enabledEvents\n      status\n      disabledReason\n      disabledAt\n      failingSince\n      previousSecretExpiresAt\n      deliveries(first: $first, after: $after) {\n        nodes {\n          id\n          createdAt\n          eventId\n          eventType\n          status\n          attemptCount\n          nextAttemptAt\n          lastStatusCode\n          lastError\n          attempts {\n            attempt\n            createdAt\n            statusCode\n            durationMs\n            responseSnippet\n            error\n            nextAttemptAt\n          }\n        }\n        pageInfo {\n          hasNextPage\n          endCursor\n        }\n      }\n    }\n  }\n": typeof types.WebhookEndpointDocument,
-    "\n  mutation SendTestEvent($id: ID!, $key: String) {\n    testWebhookEndpoint(id: $id, idempotencyKey: $key) {\n      id\n      type\n    }\n  }\n": typeof types.SendTestEventDocument,
+    "\n  mutation SendTestEvent($id: ID!) {\n    sendTestEvent(webhookEndpointId: $id) {\n      id\n      eventId\n      eventType\n    }\n  }\n": typeof types.SendTestEventDocument,
+    "\n  mutation EnableWebhookEndpoint($id: ID!) {\n    enableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n": typeof types.EnableWebhookEndpointDocument,
+    "\n  mutation DisableWebhookEndpoint($id: ID!) {\n    disableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n": typeof types.DisableWebhookEndpointDocument,
     "\n  mutation RotateWebhookSecret($id: ID!, $key: String) {\n    rotateWebhookSecret(id: $id, idempotencyKey: $key) {\n      secret\n      webhookEndpoint {\n        id\n        previousSecretExpiresAt\n      }\n    }\n  }\n": typeof types.RotateWebhookSecretDocument,
     "\n  mutation RetryDelivery($endpoint: ID!, $delivery: ID!, $key: String) {\n    retryDelivery(webhookEndpointId: $endpoint, deliveryId: $delivery, idempotencyKey: $key) {\n      id\n      status\n      attemptCount\n    }\n  }\n": typeof types.RetryDeliveryDocument,
     "\n  mutation DeleteWebhookEndpoint($id: ID!) {\n    deleteWebhookEndpoint(id: $id) {\n      id\n    }\n  }\n": typeof types.DeleteWebhookEndpointDocument,
@@ -55,7 +78,8 @@ type Documents = {
     "\n  mutation MintDownloadUrl($fileId: ID!, $artifactId: ID) {\n    createDownloadUrl(fileId: $fileId, artifactId: $artifactId) {\n      url\n      expiresAt\n    }\n  }\n": typeof types.MintDownloadUrlDocument,
 };
 const documents: Documents = {
-    "\n  query Viewer {\n    viewer {\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n      apiKey {\n        id\n        name\n        environment\n      }\n    }\n  }\n": types.ViewerDocument,
+    "\n  query Viewer {\n    viewer {\n      user {\n        id\n        email\n      }\n      role\n      scopes\n      environment\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n": types.ViewerDocument,
+    "\n  mutation SignOut {\n    signOut {\n      id\n    }\n  }\n": types.SignOutDocument,
     "\n  subscription JobEvents($types: [String!]) {\n    events(types: $types) {\n      id\n      type\n      createdAt\n      data\n    }\n  }\n": types.JobEventsDocument,
     "\n  mutation CreateUpload($input: CreateUploadInput!, $key: String) {\n    createUpload(input: $input, idempotencyKey: $key) {\n      upload {\n        ...UploadFields\n      }\n    }\n  }\n": types.CreateUploadDocument,
     "\n  fragment UploadFields on Upload {\n    id\n    fileId\n    state\n    uploadUrl\n    uploadHeaders\n    partSize\n    parts {\n      partNumber\n      url\n      byteOffset\n      byteSize\n    }\n  }\n": types.UploadFieldsFragmentDoc,
@@ -65,6 +89,10 @@ const documents: Documents = {
     "\n  mutation CompleteFile($id: ID!, $key: String) {\n    completeFile(id: $id, idempotencyKey: $key) {\n      id\n      status\n      filename\n    }\n  }\n": types.CompleteFileDocument,
     "\n  mutation AbortUpload($id: ID!, $key: String) {\n    abortUpload(uploadId: $id, idempotencyKey: $key) {\n      id\n    }\n  }\n": types.AbortUploadDocument,
     "\n  query UploadedFile($id: ID!) {\n    file(id: $id) {\n      id\n      status\n      filename\n    }\n  }\n": types.UploadedFileDocument,
+    "\n  query Sessions {\n    sessions {\n      id\n      createdAt\n      lastSeenAt\n      expiresAt\n      ip\n      userAgent\n      current\n    }\n  }\n": types.SessionsDocument,
+    "\n  mutation RevokeSession($id: ID!) {\n    revokeSession(id: $id) {\n      id\n    }\n  }\n": types.RevokeSessionDocument,
+    "\n  mutation SignOutEverywhere {\n    signOutEverywhere\n  }\n": types.SignOutEverywhereDocument,
+    "\n  mutation ChangePassword($current: String!, $next: String!) {\n    changePassword(currentPassword: $current, newPassword: $next)\n  }\n": types.ChangePasswordDocument,
     "\n  query AiReadyJob($id: ID!) {\n    job(id: $id) {\n      id\n      state\n      preset\n      operation\n      fileId\n      file {\n        id\n        filename\n        pages\n        artifacts {\n          id\n          jobId\n          name\n          mimeType\n        }\n      }\n      artifacts {\n        id\n        name\n        mimeType\n      }\n    }\n  }\n": types.AiReadyJobDocument,
     "\n  query RenderJobOptions($id: ID!) {\n    job(id: $id) {\n      id\n      options\n    }\n  }\n": types.RenderJobOptionsDocument,
     "\n  mutation RenderPages($input: CreateJobInput!, $key: String) {\n    createJob(input: $input, idempotencyKey: $key) {\n      id\n      state\n    }\n  }\n": types.RenderPagesDocument,
@@ -80,14 +108,32 @@ const documents: Documents = {
     "\n  subscription JobLive($id: ID!) {\n    jobUpdated(id: $id) {\n      ...JobFields\n    }\n  }\n": types.JobLiveDocument,
     "\n  mutation CancelJob($id: ID!, $key: String) {\n    cancelJob(id: $id, idempotencyKey: $key) {\n      ...JobFields\n    }\n  }\n": types.CancelJobDocument,
     "\n  query Jobs($projectId: ID, $state: JobState, $first: Int, $after: String) {\n    jobs(projectId: $projectId, state: $state, first: $first, after: $after) {\n      nodes {\n        id\n        createdAt\n        fileId\n        file {\n          id\n          filename\n        }\n        batchId\n        operation\n        preset\n        state\n        progress\n        creditsReserved\n        creditsCharged\n        startedAt\n        finishedAt\n      }\n      pageInfo {\n        hasNextPage\n        endCursor\n      }\n    }\n  }\n": types.JobsDocument,
+    "\n  query ApiKeys($first: Int, $after: String) {\n    apiKeys(first: $first, after: $after) {\n      nodes {\n        id\n        name\n        masked\n        environment\n        projectId\n        scopes\n        ipAllowList\n        allowedOperations\n        allowedProjects\n        spendLimit\n        rateLimit\n        expiresAt\n        revokedAt\n        lastUsedAt\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n        endCursor\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n": types.ApiKeysDocument,
+    "\n  mutation CreateApiKey($input: CreateApiKeyInput!) {\n    createApiKey(input: $input) {\n      secret\n      apiKey {\n        id\n        masked\n      }\n    }\n  }\n": types.CreateApiKeyDocument,
+    "\n  mutation RevokeApiKey($id: ID!) {\n    revokeApiKey(id: $id) {\n      id\n      revokedAt\n    }\n  }\n": types.RevokeApiKeyDocument,
+    "\n  query Members {\n    members {\n      id\n      userId\n      email\n      role\n      createdAt\n    }\n    invitations {\n      id\n      email\n      role\n      createdAt\n      expiresAt\n    }\n  }\n": types.MembersDocument,
+    "\n  mutation CreateInvitation($email: String!, $role: Role!) {\n    createInvitation(email: $email, role: $role) {\n      path\n      invitation {\n        id\n      }\n    }\n  }\n": types.CreateInvitationDocument,
+    "\n  mutation RevokeInvitation($id: ID!) {\n    revokeInvitation(id: $id) {\n      id\n    }\n  }\n": types.RevokeInvitationDocument,
+    "\n  mutation UpdateMember($id: ID!, $role: Role!) {\n    updateMember(id: $id, role: $role) {\n      id\n      role\n    }\n  }\n": types.UpdateMemberDocument,
+    "\n  mutation RemoveMember($id: ID!) {\n    removeMember(id: $id) {\n      id\n    }\n  }\n": types.RemoveMemberDocument,
     "\n  query Overview {\n    usage {\n      ...UsageFields\n    }\n    queued: jobs(state: queued, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    running: jobs(state: running, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    failed: jobs(state: failed, first: 100) {\n      nodes {\n        id\n        createdAt\n        operation\n        preset\n        finishedAt\n        error {\n          code\n          message\n        }\n        file {\n          id\n          filename\n        }\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    cancelled: jobs(state: cancelled, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    operations {\n      name\n      kind\n      engine\n      available\n    }\n  }\n": types.OverviewDocument,
+    "\n  query Projects {\n    projects {\n      id\n      name\n      concurrencyLimit\n      createdAt\n    }\n  }\n": types.ProjectsDocument,
+    "\n  mutation CreateProject($input: CreateProjectInput!) {\n    createProject(input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n": types.CreateProjectDocument,
+    "\n  mutation UpdateProject($id: ID!, $input: UpdateProjectInput!) {\n    updateProject(id: $id, input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n": types.UpdateProjectDocument,
     "\n  query RunSetup {\n    operations {\n      name\n      kind\n      description\n      available\n      engine\n      price {\n        credits\n        per\n      }\n      priceRule\n      inputFormats\n      optionsSchema\n      steps {\n        name\n        operation\n      }\n    }\n    files(first: 50) {\n      nodes {\n        id\n        filename\n        status\n        byteSize\n        pages\n        createdAt\n        detectedFormat {\n          extension\n          mimeType\n        }\n      }\n    }\n  }\n": types.RunSetupDocument,
     "\n  mutation CreateJob($input: CreateJobInput!, $key: String) {\n    createJob(input: $input, idempotencyKey: $key) {\n      id\n      state\n    }\n  }\n": types.CreateJobDocument,
     "\n  mutation CreateBatch($input: CreateBatchInput!, $key: String) {\n    createBatch(input: $input, idempotencyKey: $key) {\n      id\n      state\n    }\n  }\n": types.CreateBatchDocument,
+    "\n  query EstimateJob($input: EstimateJobInput!) {\n    estimateJob(input: $input) {\n      credits\n      estimated\n      files {\n        fileId\n        pricing {\n          rule\n          pages\n          lines {\n            step\n            operation\n            units\n            credits\n          }\n        }\n      }\n    }\n  }\n": types.EstimateJobDocument,
+    "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      role\n      csrfToken\n    }\n  }\n": types.SignInDocument,
+    "\n  mutation SetPassword($token: String!, $password: String!) {\n    setPassword(token: $token, password: $password) {\n      role\n    }\n  }\n": types.SetPasswordDocument,
+    "\n  query InvitationPreview($token: String!) {\n    invitation(token: $token) {\n      email\n      role\n      expiresAt\n      hasAccount\n      organization {\n        id\n        name\n      }\n    }\n  }\n": types.InvitationPreviewDocument,
+    "\n  mutation AcceptInvitation($token: String!, $password: String!) {\n    acceptInvitation(token: $token, password: $password) {\n      role\n    }\n  }\n": types.AcceptInvitationDocument,
     "\n  fragment UsageFields on Usage {\n    projectId\n    period {\n      start\n      end\n    }\n    credits {\n      balance\n      reserved\n      used\n    }\n    storage {\n      bytes\n      files\n    }\n    egress {\n      bytes\n    }\n  }\n": types.UsageFieldsFragmentDoc,
-    "\n  query Usage {\n    usage {\n      ...UsageFields\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        operation\n        preset\n        creditsCharged\n        finishedAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n  }\n": types.UsageDocument,
+    "\n  query Usage($from: String!, $to: String!) {\n    usage {\n      ...UsageFields\n    }\n    usageSeries(from: $from, to: $to) {\n      from\n      to\n      days {\n        date\n        credits\n        jobs\n        uploadedBytes\n        egressBytes\n      }\n      operations {\n        operation\n        jobs\n        credits\n      }\n    }\n  }\n": types.UsageDocument,
     "\n  query WebhookEndpoint($id: ID!, $first: Int, $after: String) {\n    webhookEndpoint(id: $id) {\n      id\n      createdAt\n      url\n      enabledEvents\n      status\n      disabledReason\n      disabledAt\n      failingSince\n      previousSecretExpiresAt\n      deliveries(first: $first, after: $after) {\n        nodes {\n          id\n          createdAt\n          eventId\n          eventType\n          status\n          attemptCount\n          nextAttemptAt\n          lastStatusCode\n          lastError\n          attempts {\n            attempt\n            createdAt\n            statusCode\n            durationMs\n            responseSnippet\n            error\n            nextAttemptAt\n          }\n        }\n        pageInfo {\n          hasNextPage\n          endCursor\n        }\n      }\n    }\n  }\n": types.WebhookEndpointDocument,
-    "\n  mutation SendTestEvent($id: ID!, $key: String) {\n    testWebhookEndpoint(id: $id, idempotencyKey: $key) {\n      id\n      type\n    }\n  }\n": types.SendTestEventDocument,
+    "\n  mutation SendTestEvent($id: ID!) {\n    sendTestEvent(webhookEndpointId: $id) {\n      id\n      eventId\n      eventType\n    }\n  }\n": types.SendTestEventDocument,
+    "\n  mutation EnableWebhookEndpoint($id: ID!) {\n    enableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n": types.EnableWebhookEndpointDocument,
+    "\n  mutation DisableWebhookEndpoint($id: ID!) {\n    disableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n": types.DisableWebhookEndpointDocument,
     "\n  mutation RotateWebhookSecret($id: ID!, $key: String) {\n    rotateWebhookSecret(id: $id, idempotencyKey: $key) {\n      secret\n      webhookEndpoint {\n        id\n        previousSecretExpiresAt\n      }\n    }\n  }\n": types.RotateWebhookSecretDocument,
     "\n  mutation RetryDelivery($endpoint: ID!, $delivery: ID!, $key: String) {\n    retryDelivery(webhookEndpointId: $endpoint, deliveryId: $delivery, idempotencyKey: $key) {\n      id\n      status\n      attemptCount\n    }\n  }\n": types.RetryDeliveryDocument,
     "\n  mutation DeleteWebhookEndpoint($id: ID!) {\n    deleteWebhookEndpoint(id: $id) {\n      id\n    }\n  }\n": types.DeleteWebhookEndpointDocument,
@@ -113,7 +159,11 @@ export function graphql(source: string): unknown;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query Viewer {\n    viewer {\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n      apiKey {\n        id\n        name\n        environment\n      }\n    }\n  }\n"): (typeof documents)["\n  query Viewer {\n    viewer {\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n      apiKey {\n        id\n        name\n        environment\n      }\n    }\n  }\n"];
+export function graphql(source: "\n  query Viewer {\n    viewer {\n      user {\n        id\n        email\n      }\n      role\n      scopes\n      environment\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n"): (typeof documents)["\n  query Viewer {\n    viewer {\n      user {\n        id\n        email\n      }\n      role\n      scopes\n      environment\n      organization {\n        id\n        name\n      }\n      project {\n        id\n        name\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation SignOut {\n    signOut {\n      id\n    }\n  }\n"): (typeof documents)["\n  mutation SignOut {\n    signOut {\n      id\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -150,6 +200,22 @@ export function graphql(source: "\n  mutation AbortUpload($id: ID!, $key: String
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query UploadedFile($id: ID!) {\n    file(id: $id) {\n      id\n      status\n      filename\n    }\n  }\n"): (typeof documents)["\n  query UploadedFile($id: ID!) {\n    file(id: $id) {\n      id\n      status\n      filename\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Sessions {\n    sessions {\n      id\n      createdAt\n      lastSeenAt\n      expiresAt\n      ip\n      userAgent\n      current\n    }\n  }\n"): (typeof documents)["\n  query Sessions {\n    sessions {\n      id\n      createdAt\n      lastSeenAt\n      expiresAt\n      ip\n      userAgent\n      current\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RevokeSession($id: ID!) {\n    revokeSession(id: $id) {\n      id\n    }\n  }\n"): (typeof documents)["\n  mutation RevokeSession($id: ID!) {\n    revokeSession(id: $id) {\n      id\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation SignOutEverywhere {\n    signOutEverywhere\n  }\n"): (typeof documents)["\n  mutation SignOutEverywhere {\n    signOutEverywhere\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation ChangePassword($current: String!, $next: String!) {\n    changePassword(currentPassword: $current, newPassword: $next)\n  }\n"): (typeof documents)["\n  mutation ChangePassword($current: String!, $next: String!) {\n    changePassword(currentPassword: $current, newPassword: $next)\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -213,7 +279,51 @@ export function graphql(source: "\n  query Jobs($projectId: ID, $state: JobState
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
+export function graphql(source: "\n  query ApiKeys($first: Int, $after: String) {\n    apiKeys(first: $first, after: $after) {\n      nodes {\n        id\n        name\n        masked\n        environment\n        projectId\n        scopes\n        ipAllowList\n        allowedOperations\n        allowedProjects\n        spendLimit\n        rateLimit\n        expiresAt\n        revokedAt\n        lastUsedAt\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n        endCursor\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n"): (typeof documents)["\n  query ApiKeys($first: Int, $after: String) {\n    apiKeys(first: $first, after: $after) {\n      nodes {\n        id\n        name\n        masked\n        environment\n        projectId\n        scopes\n        ipAllowList\n        allowedOperations\n        allowedProjects\n        spendLimit\n        rateLimit\n        expiresAt\n        revokedAt\n        lastUsedAt\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n        endCursor\n      }\n    }\n    projects {\n      id\n      name\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation CreateApiKey($input: CreateApiKeyInput!) {\n    createApiKey(input: $input) {\n      secret\n      apiKey {\n        id\n        masked\n      }\n    }\n  }\n"): (typeof documents)["\n  mutation CreateApiKey($input: CreateApiKeyInput!) {\n    createApiKey(input: $input) {\n      secret\n      apiKey {\n        id\n        masked\n      }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RevokeApiKey($id: ID!) {\n    revokeApiKey(id: $id) {\n      id\n      revokedAt\n    }\n  }\n"): (typeof documents)["\n  mutation RevokeApiKey($id: ID!) {\n    revokeApiKey(id: $id) {\n      id\n      revokedAt\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Members {\n    members {\n      id\n      userId\n      email\n      role\n      createdAt\n    }\n    invitations {\n      id\n      email\n      role\n      createdAt\n      expiresAt\n    }\n  }\n"): (typeof documents)["\n  query Members {\n    members {\n      id\n      userId\n      email\n      role\n      createdAt\n    }\n    invitations {\n      id\n      email\n      role\n      createdAt\n      expiresAt\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation CreateInvitation($email: String!, $role: Role!) {\n    createInvitation(email: $email, role: $role) {\n      path\n      invitation {\n        id\n      }\n    }\n  }\n"): (typeof documents)["\n  mutation CreateInvitation($email: String!, $role: Role!) {\n    createInvitation(email: $email, role: $role) {\n      path\n      invitation {\n        id\n      }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RevokeInvitation($id: ID!) {\n    revokeInvitation(id: $id) {\n      id\n    }\n  }\n"): (typeof documents)["\n  mutation RevokeInvitation($id: ID!) {\n    revokeInvitation(id: $id) {\n      id\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation UpdateMember($id: ID!, $role: Role!) {\n    updateMember(id: $id, role: $role) {\n      id\n      role\n    }\n  }\n"): (typeof documents)["\n  mutation UpdateMember($id: ID!, $role: Role!) {\n    updateMember(id: $id, role: $role) {\n      id\n      role\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RemoveMember($id: ID!) {\n    removeMember(id: $id) {\n      id\n    }\n  }\n"): (typeof documents)["\n  mutation RemoveMember($id: ID!) {\n    removeMember(id: $id) {\n      id\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
 export function graphql(source: "\n  query Overview {\n    usage {\n      ...UsageFields\n    }\n    queued: jobs(state: queued, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    running: jobs(state: running, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    failed: jobs(state: failed, first: 100) {\n      nodes {\n        id\n        createdAt\n        operation\n        preset\n        finishedAt\n        error {\n          code\n          message\n        }\n        file {\n          id\n          filename\n        }\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    cancelled: jobs(state: cancelled, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    operations {\n      name\n      kind\n      engine\n      available\n    }\n  }\n"): (typeof documents)["\n  query Overview {\n    usage {\n      ...UsageFields\n    }\n    queued: jobs(state: queued, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    running: jobs(state: running, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    failed: jobs(state: failed, first: 100) {\n      nodes {\n        id\n        createdAt\n        operation\n        preset\n        finishedAt\n        error {\n          code\n          message\n        }\n        file {\n          id\n          filename\n        }\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    cancelled: jobs(state: cancelled, first: 100) {\n      nodes {\n        id\n        createdAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n    operations {\n      name\n      kind\n      engine\n      available\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Projects {\n    projects {\n      id\n      name\n      concurrencyLimit\n      createdAt\n    }\n  }\n"): (typeof documents)["\n  query Projects {\n    projects {\n      id\n      name\n      concurrencyLimit\n      createdAt\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation CreateProject($input: CreateProjectInput!) {\n    createProject(input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n"): (typeof documents)["\n  mutation CreateProject($input: CreateProjectInput!) {\n    createProject(input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation UpdateProject($id: ID!, $input: UpdateProjectInput!) {\n    updateProject(id: $id, input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n"): (typeof documents)["\n  mutation UpdateProject($id: ID!, $input: UpdateProjectInput!) {\n    updateProject(id: $id, input: $input) {\n      id\n      name\n      concurrencyLimit\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -229,11 +339,31 @@ export function graphql(source: "\n  mutation CreateBatch($input: CreateBatchInp
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
+export function graphql(source: "\n  query EstimateJob($input: EstimateJobInput!) {\n    estimateJob(input: $input) {\n      credits\n      estimated\n      files {\n        fileId\n        pricing {\n          rule\n          pages\n          lines {\n            step\n            operation\n            units\n            credits\n          }\n        }\n      }\n    }\n  }\n"): (typeof documents)["\n  query EstimateJob($input: EstimateJobInput!) {\n    estimateJob(input: $input) {\n      credits\n      estimated\n      files {\n        fileId\n        pricing {\n          rule\n          pages\n          lines {\n            step\n            operation\n            units\n            credits\n          }\n        }\n      }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      role\n      csrfToken\n    }\n  }\n"): (typeof documents)["\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      role\n      csrfToken\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation SetPassword($token: String!, $password: String!) {\n    setPassword(token: $token, password: $password) {\n      role\n    }\n  }\n"): (typeof documents)["\n  mutation SetPassword($token: String!, $password: String!) {\n    setPassword(token: $token, password: $password) {\n      role\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query InvitationPreview($token: String!) {\n    invitation(token: $token) {\n      email\n      role\n      expiresAt\n      hasAccount\n      organization {\n        id\n        name\n      }\n    }\n  }\n"): (typeof documents)["\n  query InvitationPreview($token: String!) {\n    invitation(token: $token) {\n      email\n      role\n      expiresAt\n      hasAccount\n      organization {\n        id\n        name\n      }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation AcceptInvitation($token: String!, $password: String!) {\n    acceptInvitation(token: $token, password: $password) {\n      role\n    }\n  }\n"): (typeof documents)["\n  mutation AcceptInvitation($token: String!, $password: String!) {\n    acceptInvitation(token: $token, password: $password) {\n      role\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
 export function graphql(source: "\n  fragment UsageFields on Usage {\n    projectId\n    period {\n      start\n      end\n    }\n    credits {\n      balance\n      reserved\n      used\n    }\n    storage {\n      bytes\n      files\n    }\n    egress {\n      bytes\n    }\n  }\n"): (typeof documents)["\n  fragment UsageFields on Usage {\n    projectId\n    period {\n      start\n      end\n    }\n    credits {\n      balance\n      reserved\n      used\n    }\n    storage {\n      bytes\n      files\n    }\n    egress {\n      bytes\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query Usage {\n    usage {\n      ...UsageFields\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        operation\n        preset\n        creditsCharged\n        finishedAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n  }\n"): (typeof documents)["\n  query Usage {\n    usage {\n      ...UsageFields\n    }\n    succeeded: jobs(state: succeeded, first: 100) {\n      nodes {\n        id\n        operation\n        preset\n        creditsCharged\n        finishedAt\n      }\n      pageInfo {\n        hasNextPage\n      }\n    }\n  }\n"];
+export function graphql(source: "\n  query Usage($from: String!, $to: String!) {\n    usage {\n      ...UsageFields\n    }\n    usageSeries(from: $from, to: $to) {\n      from\n      to\n      days {\n        date\n        credits\n        jobs\n        uploadedBytes\n        egressBytes\n      }\n      operations {\n        operation\n        jobs\n        credits\n      }\n    }\n  }\n"): (typeof documents)["\n  query Usage($from: String!, $to: String!) {\n    usage {\n      ...UsageFields\n    }\n    usageSeries(from: $from, to: $to) {\n      from\n      to\n      days {\n        date\n        credits\n        jobs\n        uploadedBytes\n        egressBytes\n      }\n      operations {\n        operation\n        jobs\n        credits\n      }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -241,7 +371,15 @@ export function graphql(source: "\n  query WebhookEndpoint($id: ID!, $first: Int
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation SendTestEvent($id: ID!, $key: String) {\n    testWebhookEndpoint(id: $id, idempotencyKey: $key) {\n      id\n      type\n    }\n  }\n"): (typeof documents)["\n  mutation SendTestEvent($id: ID!, $key: String) {\n    testWebhookEndpoint(id: $id, idempotencyKey: $key) {\n      id\n      type\n    }\n  }\n"];
+export function graphql(source: "\n  mutation SendTestEvent($id: ID!) {\n    sendTestEvent(webhookEndpointId: $id) {\n      id\n      eventId\n      eventType\n    }\n  }\n"): (typeof documents)["\n  mutation SendTestEvent($id: ID!) {\n    sendTestEvent(webhookEndpointId: $id) {\n      id\n      eventId\n      eventType\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation EnableWebhookEndpoint($id: ID!) {\n    enableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n"): (typeof documents)["\n  mutation EnableWebhookEndpoint($id: ID!) {\n    enableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation DisableWebhookEndpoint($id: ID!) {\n    disableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n"): (typeof documents)["\n  mutation DisableWebhookEndpoint($id: ID!) {\n    disableWebhookEndpoint(id: $id) {\n      id\n      status\n      disabledReason\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -1,7 +1,7 @@
 import { StrictMode, useEffect, useMemo, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { createClient, type Client as WSClient } from "graphql-ws";
-import { authHeaders, connectionParams } from "../lib/auth";
+import { authHeaders, connectionParams, hasCredentials } from "../lib/auth";
 import "../styles.css";
 import "./play.css";
 
@@ -64,7 +64,9 @@ async function post(query: string, variables: unknown, headers: Record<string, s
 function Playground() {
   const [query, setQuery] = useState(() => localStorage.getItem("filemill.play.query") ?? starter);
   const [vars, setVars] = useState(() => localStorage.getItem("filemill.play.vars") ?? "{}");
-  const [hdrs, setHdrs] = useState(() => sessionStorage.getItem("filemill.play.headers") ?? '{\n  "Authorization": "Bearer fm_test_…"\n}');
+  // Signed in to the console, the playground acts as that person (the session's cookie
+  // and CSRF header); otherwise it needs a key.
+  const [hdrs, setHdrs] = useState(() => sessionStorage.getItem("filemill.play.headers") ?? (hasCredentials() ? "{}" : '{\n  "Authorization": "Bearer fm_test_…"\n}'));
   const [out, setOut] = useState<string>("");
   const [meta, setMeta] = useState<string>("");
   const [busy, setBusy] = useState(false);

@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { useMutation, useQuery, useSubscription } from "urql";
+import { notAllowed, useCan, useViewer } from "../lib/viewer";
 import { graphql } from "../gql";
 import { apiError, newIdempotencyKey } from "../lib/graphql";
 import { Link } from "../lib/router";
@@ -74,6 +75,8 @@ export function JobDetail({ id }: { id: string }) {
   // The subscription sends the job now, then each change: no polling, no reload.
   const [live] = useSubscription({ query: JobLive, variables: { id } });
   const [cancel, doCancel] = useMutation(CancelJob);
+  const canCancel = useCan("jobs:write");
+  const viewer = useViewer();
   const [cancelKey] = useState(newIdempotencyKey);
   const j = live.data?.jobUpdated ?? cancel.data?.cancelJob ?? data?.job;
   useTick(j?.state === "running");
@@ -103,7 +106,7 @@ export function JobDetail({ id }: { id: string }) {
               </Link>
             )}
             {j.state === "queued" && (
-              <button type="button" className="btn btn-danger" disabled={cancel.fetching} onClick={() => doCancel({ id: j.id, key: cancelKey })}>
+              <button type="button" className="btn btn-danger" disabled={!canCancel || cancel.fetching} title={canCancel ? undefined : notAllowed(viewer?.role)} onClick={() => doCancel({ id: j.id, key: cancelKey })}>
                 Cancel job
               </button>
             )}

@@ -1,10 +1,11 @@
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { graphql } from "../gql";
 import { apiError, newIdempotencyKey } from "../lib/graphql";
 import { Link, navigate, setQuery, useLocation } from "../lib/router";
 import { bytes, number } from "../lib/format";
 import { Card, CopyBlock, Empty, ErrorBox, PageHeader, screenState } from "../ui/ui";
+import { notAllowed, useCan, useViewer } from "../lib/viewer";
 import { optionsOf, SchemaFields, type JSONSchema, type Values } from "./SchemaForm";
 
 const RunQuery = graphql(`
@@ -70,20 +71,37 @@ export function accepts(formats: string[], f: FileRow): boolean {
   return formats.some((p) => p === extension || p === mimeType || (p.endsWith("/*") && mimeType.startsWith(p.slice(0, -1))));
 }
 
-/** A rough estimate for an operation priced per file or per page; null for a preset (priced step by step). */
-export function estimate(price: { credits: number; per: string } | null | undefined, files: FileRow[]): { credits: number; exact: boolean } | null {
-  if (!price) return null;
-  if (price.per !== "page") return { credits: price.credits * files.length, exact: price.per === "file" };
-  let total = 0;
-  let exact = true;
-  for (const f of files) {
-    if (f.pages) total += price.credits * f.pages;
-    else {
-      exact = false;
-      total += price.credits;
+const EstimateQuery = graphql(`
+  query EstimateJob($input: EstimateJobInput!) {
+    estimateJob(input: $input) {
+      credits
+      estimated
+      files {
+        fileId
+        pricing {
+          rule
+          pages
+          lines {
+            step
+            operation
+            units
+            credits
+          }
+        }
+      }
     }
   }
-  return { credits: total, exact };
+`);
+
+/** A value that follows v once it has stood still for ms: the estimate waits for typing to stop. */
+function useSettled<T>(v: T, ms: number): T {
+  const [settled, setSettled] = useState(v);
+  const key = JSON.stringify(v);
+  useEffect(() => {
+    const t = setTimeout(() => setSettled(v), ms);
+    return () => clearTimeout(t);
+  }, [key, ms]);
+  return settled;
 }
 
 function gqlText(batch: boolean, input: Record<string, unknown>): string {
@@ -109,6 +127,8 @@ export function Run() {
   const [key, setKey] = useState(newIdempotencyKey);
   const [job, runJob] = useMutation(CreateJob);
   const [batch, runBatch] = useMutation(CreateBatch);
+  const can = useCan("jobs:write");
+  const viewer = useViewer();
   if (formOp !== opName) {
     // A new operation: a fresh form.
     setFormOp(opName);
@@ -127,7 +147,12 @@ export function Run() {
   const what = op ? (op.kind === "preset" ? { preset: op.name } : { operation: op.name }) : {};
   const gqlInput = isBatch ? { fileIds: picked.map((f) => f.id), ...what, options } : { fileId: picked[0]?.id ?? "file_…", ...what, options };
   const restBody = isBatch ? { file_ids: picked.map((f) => f.id), ...what, options } : { file_id: picked[0]?.id ?? "file_…", ...what, options };
-  const est = op ? estimate(op.price, picked) : null;
+  // The server prices the run as creating it would: the files' pages, the options, the
+  // engines running now. Nothing is estimated here.
+  const estInput = useSettled(op && picked.length ? { fileIds: picked.map((f) => f.id), ...what, options } : null, 250);
+  const [estimate] = useQuery({ query: EstimateQuery, variables: { input: estInput! }, pause: !estInput, requestPolicy: "network-only" });
+  const est = estInput && estimate.data?.estimateJob;
+  const estErr = estInput ? apiError(estimate.error) : null;
   const mismatched = op ? chosen.filter((f) => !accepts(op.inputFormats, f)) : [];
   const busy = job.fetching || batch.fetching;
   const err = apiError(job.error ?? batch.error);
@@ -240,12 +265,21 @@ export function Run() {
               <dt>Price</dt>
               <dd>{op ? op.priceRule : "—"}</dd>
               <dt>Estimate</dt>
-              <dd className="estimate">
-                {est && picked.length ? (
+              <dd className="estimate" aria-live="polite">
+                {est ? (
                   <>
-                    <strong>{est.exact ? "" : "from "}{number(est.credits)} credit{est.credits === 1 ? "" : "s"}</strong>
-                    {!est.exact && <div className="muted small">Pages are counted when the job runs.</div>}
+                    <strong>
+                      {est.estimated ? "up to " : ""}
+                      {number(est.credits)} credit{est.credits === 1 ? "" : "s"}
+                    </strong>
+                    {est.estimated && <div className="muted small">Some pages were estimated from the file's size; the charge counts what runs.</div>}
                   </>
+                ) : estErr ? (
+                  <span className="bad-text small">
+                    {estErr.message} <code>{estErr.code}</code>
+                  </span>
+                ) : estInput && estimate.fetching ? (
+                  <span className="muted">estimating…</span>
                 ) : (
                   "—"
                 )}
@@ -257,7 +291,7 @@ export function Run() {
               </p>
             )}
             {err && <ErrorBox error={err} />}
-            <button type="button" className="btn btn-primary btn-block" disabled={!op || !picked.length || busy} onClick={submit}>
+            <button type="button" className="btn btn-primary btn-block" disabled={!can || !op || !picked.length || busy} title={can ? undefined : notAllowed(viewer?.role)} onClick={submit}>
               Run job
             </button>
             {isBatch && <p className="muted small center">Several files run as one batch.</p>}

@@ -5,6 +5,7 @@ import { bytes } from "../lib/format";
 import { Link } from "../lib/router";
 import { Progress } from "../ui/ui";
 import { Icon } from "../ui/icons";
+import { notAllowed, useCan, useViewer } from "../lib/viewer";
 import type { FilemillError } from "@filemill/client/errors";
 
 type Item = {
@@ -41,6 +42,8 @@ export function Uploader({ projectId, onUploaded }: { projectId?: string; onUplo
   const [maxMB, setMaxMB] = useState("");
   const [minBytes, setMinBytes] = useState("");
   const [scan, setScan] = useState(false);
+  const can = useCan("files:write");
+  const viewer = useViewer();
 
   const update = (key: string, ch: Partial<Item>) => setItems((xs) => xs.map((x) => (x.key === key ? { ...x, ...ch } : x)));
 
@@ -72,7 +75,7 @@ export function Uploader({ projectId, onUploaded }: { projectId?: string; onUplo
   };
 
   const add = (files: FileList | null) => {
-    if (!files?.length) return;
+    if (!files?.length || !can) return;
     const fresh: Item[] = [...files].map((f, i) => ({ key: `${Date.now()}-${i}-${f.name}`, file: f, sent: 0, state: "uploading" }));
     setItems((xs) => [...fresh, ...xs]);
     fresh.forEach(start);
@@ -103,7 +106,7 @@ export function Uploader({ projectId, onUploaded }: { projectId?: string; onUplo
           <strong>Drop files here</strong>
           <div className="muted">They go straight to storage; large files in parallel parts.</div>
         </div>
-        <button type="button" className="btn btn-primary" onClick={() => input.current?.click()}>
+        <button type="button" className="btn btn-primary" disabled={!can} title={can ? undefined : notAllowed(viewer?.role)} onClick={() => input.current?.click()}>
           Upload files
         </button>
         <input

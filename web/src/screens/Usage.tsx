@@ -2,6 +2,7 @@ import { useQuery } from "urql";
 import { graphql } from "../gql";
 import { bytes, number } from "../lib/format";
 import { Card, Empty, PageHeader, Stat, Time, screenState } from "../ui/ui";
+import { setQuery, useLocation } from "../lib/router";
 import { BarChart } from "../ui/chart";
 
 // A period's usage, as the overview and this screen show it.
@@ -28,81 +29,105 @@ export const UsageFields = graphql(`
 `);
 
 const UsageQuery = graphql(`
-  query Usage {
+  query Usage($from: String!, $to: String!) {
     usage {
       ...UsageFields
     }
-    succeeded: jobs(state: succeeded, first: 100) {
-      nodes {
-        id
-        operation
-        preset
-        creditsCharged
-        finishedAt
+    usageSeries(from: $from, to: $to) {
+      from
+      to
+      days {
+        date
+        credits
+        jobs
+        uploadedBytes
+        egressBytes
       }
-      pageInfo {
-        hasNextPage
+      operations {
+        operation
+        jobs
+        credits
       }
     }
   }
 `);
 
+const day = (t: Date) => t.toISOString().slice(0, 10);
+
+/** The range a series covers: the URL's from/to, or this calendar month (UTC) so far. */
+export function usageRange(query: URLSearchParams, now = new Date()): { from: string; to: string } {
+  const ok = (s: string | null) => (s && /^\d{4}-\d{2}-\d{2}$/.test(s) ? s : null);
+  const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  return { from: ok(query.get("from")) ?? day(first), to: ok(query.get("to")) ?? day(now) };
+}
+
 export function Usage() {
-  const [{ data, error, fetching }, refetch] = useQuery({ query: UsageQuery });
-  const state = screenState(<PageHeader title="Usage" />, { data, error, fetching }, () => refetch({ requestPolicy: "network-only" }));
+  const { path, query } = useLocation();
+  const range = usageRange(query);
+  const [{ data, error, fetching }, refetch] = useQuery({ query: UsageQuery, variables: range });
+  const head = (
+    <PageHeader
+      title="Usage"
+      actions={
+        <form className="inline-form" aria-label="Range" onSubmit={(e) => e.preventDefault()}>
+          <div className="field">
+            <label htmlFor="usage-from">From</label>
+            <input id="usage-from" type="date" value={range.from} max={range.to} onChange={(e) => setQuery(path, query, { from: e.target.value })} />
+          </div>
+          <div className="field">
+            <label htmlFor="usage-to">To</label>
+            <input id="usage-to" type="date" value={range.to} min={range.from} onChange={(e) => setQuery(path, query, { to: e.target.value })} />
+          </div>
+        </form>
+      }
+    />
+  );
+  const state = screenState(head, { data, error, fetching }, () => refetch({ requestPolicy: "network-only" }));
   if (state || !data) return state;
   const u = data.usage;
-  const start = Date.parse(u.period.start);
-  // Credits per operation and per day from the period's succeeded jobs (the newest 100).
-  const jobs = data.succeeded.nodes.filter((j) => j.finishedAt && Date.parse(j.finishedAt) >= start);
-  const perOp = new Map<string, { jobs: number; credits: number }>();
-  const perDay = new Map<string, number>();
-  for (const j of jobs) {
-    const name = j.operation ?? j.preset ?? "?";
-    const o = perOp.get(name) ?? { jobs: 0, credits: 0 };
-    o.jobs++;
-    o.credits += j.creditsCharged;
-    perOp.set(name, o);
-    const day = j.finishedAt!.slice(0, 10);
-    perDay.set(day, (perDay.get(day) ?? 0) + j.creditsCharged);
-  }
-  const days: { label: string; value: number }[] = [];
-  const end = Math.min(Date.parse(u.period.end), Date.now());
-  for (let t = start; t <= end; t += 86400000) {
-    const d = new Date(t).toISOString().slice(0, 10);
-    days.push({ label: d, value: perDay.get(d) ?? 0 });
-  }
-  const partial = data.succeeded.pageInfo.hasNextPage;
+  const series = data.usageSeries;
+  const sum = (f: (d: (typeof series.days)[number]) => number) => series.days.reduce((a, d) => a + f(d), 0);
+  const chart = (f: (d: (typeof series.days)[number]) => number) => series.days.map((d) => ({ label: d.date, value: f(d) }));
 
   return (
     <div className="page">
-      <PageHeader title="Usage" subtitle={<>This period, <Time iso={u.period.start} date /> to <Time iso={u.period.end} date /> (calendar month, UTC)</>} />
+      {head}
+      <p className="subtitle">
+        This period, <Time iso={u.period.start} date /> to <Time iso={u.period.end} date /> (calendar month, UTC)
+      </p>
       <div className="grid stats four">
         <Card><Stat label="Credits used" value={number(u.credits.used)} hint={`${number(u.credits.reserved)} reserved`} /></Card>
         <Card><Stat label="Credits balance" value={number(u.credits.balance)} /></Card>
         <Card><Stat label="Storage" value={bytes(u.storage.bytes)} hint={`${number(u.storage.files)} files`} /></Card>
         <Card><Stat label="Egress" value={bytes(u.egress.bytes)} hint="downloads this period" /></Card>
       </div>
-      <Card title="Credits charged per day" actions={partial ? <span className="muted small">from the newest 100 succeeded jobs</span> : undefined}>
-        {jobs.length === 0 ? <Empty title="No credits charged this period">Succeeded jobs show here by day.</Empty> : <BarChart data={days} unit="credits" label="Credits charged per day this period" />}
-        <p className="muted small">Storage and egress per day come with the usage series of organization management.</p>
+      <Card title="Credits charged per day" actions={<span className="muted small">{number(sum((d) => d.credits))} credits, {number(sum((d) => d.jobs))} jobs finished</span>}>
+        {sum((d) => d.credits) === 0 ? <Empty title="No credits charged in this range">Jobs charge their credits when they finish.</Empty> : <BarChart data={chart((d) => d.credits)} unit="credits" label="Credits charged per day" />}
       </Card>
+      <div className="grid two">
+        <Card title="Uploaded per day" actions={<span className="muted small">{bytes(sum((d) => d.uploadedBytes))}</span>}>
+          {sum((d) => d.uploadedBytes) === 0 ? <Empty title="Nothing uploaded in this range" /> : <BarChart data={chart((d) => d.uploadedBytes)} unit="bytes" format={bytes} label="Bytes uploaded per day" height={120} />}
+        </Card>
+        <Card title="Egress per day" actions={<span className="muted small">{bytes(sum((d) => d.egressBytes))}</span>}>
+          {sum((d) => d.egressBytes) === 0 ? <Empty title="Nothing served in this range" /> : <BarChart data={chart((d) => d.egressBytes)} unit="bytes" format={bytes} label="Bytes served per day" height={120} />}
+        </Card>
+      </div>
       <Card title="Per operation">
-        {perOp.size === 0 ? (
-          <Empty title="No jobs this period" />
+        {series.operations.length === 0 ? (
+          <Empty title="No jobs in this range" />
         ) : (
           <table className="table">
             <thead>
               <tr>
                 <th scope="col">Operation</th>
-                <th scope="col" className="num">Succeeded jobs</th>
+                <th scope="col" className="num">Jobs finished</th>
                 <th scope="col" className="num">Credits</th>
               </tr>
             </thead>
             <tbody>
-              {[...perOp.entries()].sort((a, b) => b[1].credits - a[1].credits).map(([name, o]) => (
-                <tr key={name}>
-                  <td className="mono">{name}</td>
+              {series.operations.map((o) => (
+                <tr key={o.operation}>
+                  <td className="mono">{o.operation}</td>
                   <td className="num">{number(o.jobs)}</td>
                   <td className="num">{number(o.credits)}</td>
                 </tr>

@@ -6,6 +6,7 @@ import { navigate, useLocation } from "../lib/router";
 import { usePaging } from "../lib/paging";
 import { Card, Dialog, Empty, ErrorBox, PageHeader, Pager, StateBadge, Time, screenState } from "../ui/ui";
 import { SecretOnce } from "./Webhooks";
+import { notAllowed, useCan, useViewer } from "../lib/viewer";
 
 const EndpointQuery = graphql(`
   query WebhookEndpoint($id: ID!, $first: Int, $after: String) {
@@ -50,10 +51,29 @@ const EndpointQuery = graphql(`
 `);
 
 const SendTest = graphql(`
-  mutation SendTestEvent($id: ID!, $key: String) {
-    testWebhookEndpoint(id: $id, idempotencyKey: $key) {
+  mutation SendTestEvent($id: ID!) {
+    sendTestEvent(webhookEndpointId: $id) {
       id
-      type
+      eventId
+      eventType
+    }
+  }
+`);
+const Enable = graphql(`
+  mutation EnableWebhookEndpoint($id: ID!) {
+    enableWebhookEndpoint(id: $id) {
+      id
+      status
+      disabledReason
+    }
+  }
+`);
+const Disable = graphql(`
+  mutation DisableWebhookEndpoint($id: ID!) {
+    disableWebhookEndpoint(id: $id) {
+      id
+      status
+      disabledReason
     }
   }
 `);
@@ -93,6 +113,10 @@ export function WebhookDetail({ id }: { id: string }) {
   const [rot, rotate] = useMutation(Rotate);
   const [retry, doRetry] = useMutation(Retry);
   const [del, doDelete] = useMutation(Delete);
+  const [en, enable] = useMutation(Enable);
+  const [dis, disable] = useMutation(Disable);
+  const can = useCan("webhooks:write");
+  const viewer = useViewer();
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
   const reload = () => refetch({ requestPolicy: "network-only" });
@@ -101,7 +125,8 @@ export function WebhookDetail({ id }: { id: string }) {
   const state = screenState(head, { data, error, fetching }, reload);
   if (state || !data) return state;
   if (!ep) return <div className="page">{head}<Empty title="Endpoint not found" /></div>;
-  const mutErr = apiError(test.error ?? rot.error ?? retry.error ?? del.error);
+  const mutErr = apiError(test.error ?? rot.error ?? retry.error ?? del.error ?? en.error ?? dis.error);
+  const why = can ? undefined : notAllowed(viewer?.role);
 
   return (
     <div className="page">
@@ -110,20 +135,29 @@ export function WebhookDetail({ id }: { id: string }) {
         subtitle={<><span className="mono">{ep.id}</span> · created <Time iso={ep.createdAt} /></>}
         actions={
           <>
-            <button type="button" className="btn" disabled={test.fetching || ep.status !== "enabled"} onClick={async () => { const r = await sendTest({ id: ep.id, key: newIdempotencyKey() }); if (!r.error) setTimeout(reload, 800); }}>
+            <button type="button" className="btn" title={why} disabled={!can || test.fetching || ep.status !== "enabled"} onClick={async () => { const r = await sendTest({ id: ep.id }); if (!r.error) setTimeout(reload, 800); }}>
               Send test event
             </button>
-            <button type="button" className="btn" disabled={rot.fetching} onClick={async () => { const r = await rotate({ id: ep.id, key: newIdempotencyKey() }); if (r.data) setSecret(r.data.rotateWebhookSecret.secret); }}>
+            {ep.status === "enabled" ? (
+              <button type="button" className="btn" title={why} disabled={!can || dis.fetching} onClick={async () => { await disable({ id: ep.id }); reload(); }}>
+                Disable
+              </button>
+            ) : (
+              <button type="button" className="btn" title={why} disabled={!can || en.fetching} onClick={async () => { await enable({ id: ep.id }); reload(); }}>
+                Enable
+              </button>
+            )}
+            <button type="button" className="btn" title={why} disabled={!can || rot.fetching} onClick={async () => { const r = await rotate({ id: ep.id, key: newIdempotencyKey() }); if (r.data) setSecret(r.data.rotateWebhookSecret.secret); }}>
               Rotate secret
             </button>
-            <button type="button" className="btn btn-danger" disabled={del.fetching} onClick={async () => { if (!confirm("Delete this endpoint? Deliveries stop.")) return; const r = await doDelete({ id: ep.id }); if (!r.error) navigate("/webhooks"); }}>
+            <button type="button" className="btn btn-danger" title={why} disabled={!can || del.fetching} onClick={async () => { if (!confirm("Delete this endpoint? Deliveries stop.")) return; const r = await doDelete({ id: ep.id }); if (!r.error) navigate("/webhooks"); }}>
               Delete
             </button>
           </>
         }
       />
       {mutErr && <ErrorBox error={mutErr} />}
-      {test.data && <p className="notice" role="status">Test event <span className="mono">{test.data.testWebhookEndpoint.id}</span> sent; its delivery appears below.</p>}
+      {test.data && <p className="notice" role="status">Test event <span className="mono">{test.data.sendTestEvent.eventId}</span> sent; its delivery appears below.</p>}
       <Dialog open={!!secret} title="New signing secret" onClose={() => setSecret(null)}>
         {secret && <SecretOnce secret={secret} />}
         <p className="muted small">The previous secret keeps signing beside it for a day, so receivers can switch without missing deliveries.</p>
@@ -172,7 +206,7 @@ export function WebhookDetail({ id }: { id: string }) {
                     <td className="num">{d.lastStatusCode ?? "—"}</td>
                     <td><Time iso={d.createdAt} rel /></td>
                     <td className="row-actions">
-                      <button type="button" className="btn btn-small" disabled={retry.fetching} onClick={async () => { const r = await doRetry({ endpoint: ep.id, delivery: d.id, key: newIdempotencyKey() }); if (!r.error) { setOpen(d.id); setTimeout(reload, 800); } }}>
+                      <button type="button" className="btn btn-small" title={why} disabled={!can || retry.fetching} onClick={async () => { const r = await doRetry({ endpoint: ep.id, delivery: d.id, key: newIdempotencyKey() }); if (!r.error) { setOpen(d.id); setTimeout(reload, 800); } }}>
                         Resend
                       </button>
                     </td>

@@ -4,6 +4,7 @@ import { graphql } from "../gql";
 import { apiError, newIdempotencyKey } from "../lib/graphql";
 import { Link, useLocation } from "../lib/router";
 import { usePaging } from "../lib/paging";
+import { notAllowed, useCan, useViewer } from "../lib/viewer";
 import { Card, CopyBlock, Dialog, Empty, ErrorBox, Loading, PageHeader, Pager, StateBadge, Time } from "../ui/ui";
 
 const EndpointsQuery = graphql(`
@@ -106,6 +107,8 @@ export function Webhooks() {
   const [{ data, error, fetching }, refetch] = useQuery({ query: EndpointsQuery, variables: { first: 20, after: paging.after } });
   const [open, setOpen] = useState(false);
   const [created, setCreated] = useState<{ id: string; url: string; secret: string } | null>(null);
+  const can = useCan("webhooks:write");
+  const viewer = useViewer();
   const close = () => {
     setOpen(false);
     setCreated(null);
@@ -117,7 +120,7 @@ export function Webhooks() {
         title="Webhooks"
         subtitle="Signed deliveries of job and file events, with every attempt recorded."
         actions={
-          <button type="button" className="btn btn-primary" onClick={() => setOpen(true)}>
+          <button type="button" className="btn btn-primary" disabled={!can} title={can ? undefined : notAllowed(viewer?.role)} onClick={() => setOpen(true)}>
             Create endpoint
           </button>
         }

@@ -1,7 +1,10 @@
 import { useId } from "react";
 
 /** A bar chart drawn as SVG: one bar per point, the values also in a table for screen readers. */
-export function BarChart({ data, unit, label, height = 180 }: { data: { label: string; value: number }[]; unit: string; label: string; height?: number }) {
+/** format, when given, writes a value with its unit (bytes); otherwise values are numbers followed by unit. */
+export function BarChart({ data, unit, label, height = 180, format }: { data: { label: string; value: number }[]; unit: string; label: string; height?: number; format?: (n: number) => string }) {
+  const tick = format ?? String;
+  const value = format ?? ((n: number) => `${n} ${unit}`);
   const id = useId();
   const max = Math.max(1, ...data.map((d) => d.value));
   const w = 100 / Math.max(1, data.length);
@@ -12,7 +15,7 @@ export function BarChart({ data, unit, label, height = 180 }: { data: { label: s
       <div className="chart-body">
         <div className="chart-axis" aria-hidden="true">
           {[...ticks].reverse().map((t) => (
-            <span key={t}>{t}</span>
+            <span key={t}>{tick(t)}</span>
           ))}
         </div>
         <svg viewBox={`0 0 100 ${height}`} preserveAspectRatio="none" width="100%" height={height} aria-hidden="true">
@@ -23,7 +26,7 @@ export function BarChart({ data, unit, label, height = 180 }: { data: { label: s
             const h = (d.value / max) * (height - 4);
             return (
               <rect key={d.label} x={i * w + w * 0.15} width={w * 0.7} y={height - h} height={Math.max(h, d.value ? 1 : 0)} className="chart-bar" rx="0.6">
-                <title>{`${d.label}: ${d.value} ${unit}`}</title>
+                <title>{`${d.label}: ${value(d.value)}`}</title>
               </rect>
             );
           })}
@@ -39,7 +42,7 @@ export function BarChart({ data, unit, label, height = 180 }: { data: { label: s
           {data.map((d) => (
             <tr key={d.label}>
               <th scope="row">{d.label}</th>
-              <td>{d.value} {unit}</td>
+              <td>{value(d.value)}</td>
             </tr>
           ))}
         </tbody>

@@ -11,6 +11,7 @@ const paths = {
   users: "M16 20v-1a4 4 0 0 0-4-4H6a4 4 0 0 0-4 4v1M9 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM22 20v-1a4 4 0 0 0-3-3.9M16 3.1a4 4 0 0 1 0 7.8",
   code: "M8 7l-5 5 5 5M16 7l5 5-5 5",
   upload: "M12 16V4M7 9l5-5 5 5M4 20h16",
+  user: "M20 21v-1a5 5 0 0 0-5-5H9a5 5 0 0 0-5 5v1M12 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8z",
 } as const;
 
 export type IconName = keyof typeof paths;
