@@ -227,7 +227,7 @@ func BenchmarkTenThousandSubscriptions(b *testing.B) {
 			progress[j.ID]++
 			v := j.View()
 			v.Progress = progress[j.ID]
-			e, err := domain.NewEvent(domain.EventJobProgress, j.OrganizationID, j.ProjectID, j.Environment, j.ID, v, time.Now())
+			e, err := domain.NewEvent(context.Background(), domain.EventJobProgress, j.OrganizationID, j.ProjectID, j.Environment, j.ID, v, time.Now())
 			if err != nil {
 				b.Fatal(err)
 			}

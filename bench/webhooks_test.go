@@ -125,7 +125,7 @@ func (h *hookStack) jobEvent() *domain.Event {
 	j := &domain.Job{ID: domain.NewID(domain.PrefixJob), OrganizationID: h.org.Organization.ID, ProjectID: h.org.Project.ID,
 		Environment: domain.EnvLive, FileID: domain.NewID(domain.PrefixFile), Operation: "inspect", State: domain.JobSucceeded,
 		Progress: 100, CreatedAt: time.Now().UTC()}
-	e, _ := domain.NewEvent(domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), j.CreatedAt)
+	e, _ := domain.NewEvent(context.Background(), domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), j.CreatedAt)
 	e.FileID = j.FileID
 	return e
 }

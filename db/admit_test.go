@@ -24,7 +24,7 @@ func admission(t *testing.T, p *domain.Project, acct *domain.CreditAccount, key 
 		if batch != nil {
 			j.BatchID = batch.ID
 		}
-		e, err := domain.NewEvent(domain.EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
+		e, err := domain.NewEvent(context.Background(), domain.EventJobQueued, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, j.View(), j.CreatedAt)
 		require.NoError(t, err)
 		a.Jobs = append(a.Jobs, j)
 		a.Events = append(a.Events, e)

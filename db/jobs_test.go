@@ -90,7 +90,7 @@ func TestJobs(t *testing.T) {
 			done.ArtifactCount = 1
 			art := &domain.Artifact{ID: domain.NewID(domain.PrefixArtifact), OrganizationID: tn.org.ID, FileID: j.FileID, JobID: j.ID,
 				Name: "a.json", MIMEType: "application/json", ByteSize: 3, SHA256: "x", StorageKey: "k", CreatedAt: now()}
-			ev, err := domain.NewEvent(domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, done.View(), now())
+			ev, err := domain.NewEvent(context.Background(), domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, done.View(), now())
 			require.NoError(t, err)
 			settle := func(charge, release int64) error {
 				return s.TransitionJob(ctx, &domain.JobTransition{Job: &done, FromState: domain.JobRunning, FromAttempts: 1,

@@ -307,7 +307,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 	a := &Admission{AccountID: acct.ID, Batch: b, Jobs: jobs,
 		ProjectLimit: limit, SpendLimit: p.Key.SpendLimit, SpendSince: MonthStart(now)}
 	for _, j := range jobs {
-		e, err := newJobEvent(EventJobQueued, j, j.CreatedAt)
+		e, err := newJobEvent(ctx, EventJobQueued, j, j.CreatedAt)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Webhook delivery: Standard Webhooks signatures, the retry schedule, what disables an
@@ -44,6 +46,8 @@ type WebhookRequest struct {
 	URL        string
 	Header     map[string]string
 	Body       []byte
+	// Event is the span that committed the event: an attempt's span links to it.
+	Event trace.SpanContext
 }
 
 // WebhookResponse is how an attempt went: a status code, or Err when no answer came.
@@ -157,7 +161,8 @@ func (w *Webhooks) Attempt(ctx context.Context, t DeliveryTask) error {
 	if err != nil {
 		return err
 	}
-	res := w.Sender.Send(ctx, &WebhookRequest{EndpointID: ep.ID, URL: ep.URL, Header: header, Body: body})
+	res := w.Sender.Send(ctx, &WebhookRequest{EndpointID: ep.ID, URL: ep.URL, Header: header, Body: body,
+		Event: SpanOf(ev.TraceParent)})
 	if ctx.Err() != nil && res.StatusCode == 0 {
 		// Shutting down: the attempt did not happen; the task comes back.
 		return ctx.Err()
@@ -306,7 +311,7 @@ func (w *Webhooks) SendTest(ctx context.Context, p *Principal, id string) (*Even
 		return nil, nil, err
 	}
 	now := w.Clock.Now()
-	e, err := NewEvent(EventWebhookTest, ep.OrganizationID, ep.ProjectID, ep.Environment, ep.ID, ep.View(), now)
+	e, err := NewEvent(ctx, EventWebhookTest, ep.OrganizationID, ep.ProjectID, ep.Environment, ep.ID, ep.View(), now)
 	if err != nil {
 		return nil, nil, err
 	}

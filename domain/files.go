@@ -29,7 +29,7 @@ type Files struct {
 // writeEvent writes one outbox row in tx about a file (subjectID), which puts it in the
 // file's history.
 func writeEvent(ctx context.Context, tx Store, typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) error {
-	e, err := NewEvent(typ, orgID, projectID, env, subjectID, obj, at)
+	e, err := NewEvent(ctx, typ, orgID, projectID, env, subjectID, obj, at)
 	if err != nil {
 		return err
 	}

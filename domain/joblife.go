@@ -95,7 +95,7 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 	if next.Terminal() {
 		next.LeaseExpiresAt = nil
 	}
-	e, err := newJobEvent(event, next, now)
+	e, err := newJobEvent(ctx, event, next, now)
 	if err != nil {
 		return err
 	}
@@ -115,8 +115,8 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 
 // newJobEvent is the outbox row of a job's move: about the job, concerning its file (so
 // the file's history shows it).
-func newJobEvent(typ string, j *Job, at time.Time) (*Event, error) {
-	e, err := NewEvent(typ, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), at)
+func newJobEvent(ctx context.Context, typ string, j *Job, at time.Time) (*Event, error) {
+	e, err := NewEvent(ctx, typ, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), at)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (s *Jobs) claimJob(ctx context.Context, id string, withFile bool) (*Job, *F
 	}
 	t := &JobTransition{Job: &next, FromState: j.State, FromAttempts: j.Attempts}
 	if j.State == JobQueued {
-		e, err := newJobEvent(EventJobRunning, &next, now)
+		e, err := newJobEvent(ctx, EventJobRunning, &next, now)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -172,6 +172,9 @@ type Event struct {
 	FileID         string          `bun:"file_id,notnull" json:"-"`    // the file it concerns, for its history; "" for none
 	Data           json.RawMessage `bun:"data,type:jsonb,notnull" json:"data"`
 	CreatedAt      time.Time       `bun:"created_at,notnull" json:"created_at"`
+	// TraceParent is the W3C traceparent of the span that committed the event ("" when
+	// untraced): its deliveries, made later by another process, link to it.
+	TraceParent string `bun:"trace_parent,notnull" json:"-"`
 }
 
 // Event types.

@@ -112,7 +112,7 @@ func publishProgress(ctx context.Context, bus EventBus, j *Job, at time.Time) {
 	if bus == nil {
 		return
 	}
-	e, err := NewEvent(EventJobProgress, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), at)
+	e, err := NewEvent(ctx, EventJobProgress, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), at)
 	if err != nil {
 		return
 	}

@@ -204,7 +204,7 @@ func (s *Uploads) CreateUpload(ctx context.Context, p *Principal, req NewUpload)
 }
 
 func (s *Uploads) openSession(ctx context.Context, f *File, u *Upload) error {
-	e, err := NewEvent(EventUploadOpened, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.objectView(f), u.CreatedAt)
+	e, err := NewEvent(ctx, EventUploadOpened, u.OrganizationID, u.ProjectID, u.Environment, f.ID, u.objectView(f), u.CreatedAt)
 	if err != nil {
 		return err
 	}

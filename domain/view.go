@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -195,13 +196,13 @@ func (e *Event) View() EventView {
 }
 
 // NewEvent builds an outbox row whose data.object is obj's representation.
-func NewEvent(typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) (*Event, error) {
+func NewEvent(ctx context.Context, typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) (*Event, error) {
 	data, err := json.Marshal(map[string]any{"object": obj})
 	if err != nil {
 		return nil, err
 	}
 	e := &Event{ID: NewID(PrefixEvent), Type: typ, OrganizationID: orgID, ProjectID: projectID,
-		Environment: env, SubjectID: subjectID, Data: data, CreatedAt: at}
+		Environment: env, SubjectID: subjectID, Data: data, CreatedAt: at, TraceParent: traceParent(ctx)}
 	if strings.HasPrefix(subjectID, PrefixFile) {
 		e.FileID = subjectID // a file's own events (its upload's included) are in its history
 	}

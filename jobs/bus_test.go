@@ -19,7 +19,7 @@ func busEvent(t *testing.T, typ string, batchID string) *domain.Event {
 	t.Helper()
 	j := &domain.Job{ID: domain.NewID(domain.PrefixJob), ProjectID: "prj_01M85ZZZZZZZZZZZZZZZZZZZZZ", Environment: domain.EnvLive,
 		FileID: domain.NewID(domain.PrefixFile), BatchID: batchID, State: domain.JobRunning, Progress: 40, CreatedAt: time.Now().UTC()}
-	e, err := domain.NewEvent(typ, "org_x", j.ProjectID, j.Environment, j.ID, j.View(), j.CreatedAt)
+	e, err := domain.NewEvent(context.Background(), typ, "org_x", j.ProjectID, j.Environment, j.ID, j.View(), j.CreatedAt)
 	require.NoError(t, err)
 	e.FileID = j.FileID
 	return e

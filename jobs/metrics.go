@@ -73,9 +73,9 @@ func (m *Metrics) WebhookDelivery(outcome string, d time.Duration) {
 	m.webhooks.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-// ObserveSender wraps a webhook sender so each attempt is a span (a trace of its own:
-// the delivery runs long after the commit that made its event) and is counted by
-// outcome. The request sent carries no trace headers: a receiver is not ours to trust
+// ObserveSender wraps a webhook sender so each attempt is a span (a trace of its own,
+// linked to the span that committed its event: the delivery runs long after it) and is
+// counted by outcome. The request sent carries no trace headers: a receiver is not ours to trust
 // with them.
 func ObserveSender(next domain.WebhookSender, obs domain.Observer) domain.WebhookSender {
 	return observedSender{next: next, obs: obs}
@@ -87,7 +87,11 @@ type observedSender struct {
 }
 
 func (s observedSender) Send(ctx context.Context, r *domain.WebhookRequest) *domain.WebhookResponse {
-	ctx, span := domain.Tracer.Start(ctx, "webhook delivery attempt", trace.WithSpanKind(trace.SpanKindClient))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	if r.Event.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: r.Event}))
+	}
+	ctx, span := domain.Tracer.Start(ctx, "webhook delivery attempt", opts...)
 	res := s.next.Send(ctx, r)
 	outcome := "rejected"
 	switch {

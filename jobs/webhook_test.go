@@ -192,7 +192,7 @@ func (e *hookEnv) newJobEvent() *domain.Event {
 	j := &domain.Job{ID: domain.NewID(domain.PrefixJob), OrganizationID: e.boot.Organization.ID, ProjectID: e.boot.Project.ID,
 		Environment: domain.EnvLive, FileID: domain.NewID(domain.PrefixFile), Preset: "inspect", State: domain.JobSucceeded,
 		Progress: 100, CreatedAt: e.clock.Now()}
-	ev, err := domain.NewEvent(domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), e.clock.Now())
+	ev, err := domain.NewEvent(context.Background(), domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.ID, j.View(), e.clock.Now())
 	require.NoError(e.t, err)
 	ev.FileID = j.FileID
 	return ev

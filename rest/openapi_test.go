@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -392,13 +393,13 @@ func newFixture(t *testing.T) fixture {
 		typ string
 		obj any
 	}{{domain.EventUploadOpened, fx.single}, {domain.EventFileReady, fx.file}, {domain.EventJobQueued, fx.job}} {
-		ev, err := domain.NewEvent(e.typ, "org_x", fx.projectID, domain.EnvLive, fx.fileID, e.obj, now)
+		ev, err := domain.NewEvent(context.Background(), e.typ, "org_x", fx.projectID, domain.EnvLive, fx.fileID, e.obj, now)
 		require.NoError(t, err)
 		fx.history = append(fx.history, ev.HistoryView())
 	}
 	fx.download = (&domain.DownloadURL{URL: "https://download.test/d?sig=1", ExpiresAt: expires, FileID: fx.fileID,
 		ArtifactID: art.ID, CreatedAt: now}).View()
-	ev, err := domain.NewEvent(domain.EventWebhookTest, "org_x", fx.projectID, domain.EnvLive, fx.endpoint.ID,
+	ev, err := domain.NewEvent(context.Background(), domain.EventWebhookTest, "org_x", fx.projectID, domain.EnvLive, fx.endpoint.ID,
 		map[string]any{"id": fx.endpoint.ID, "object": "webhook_endpoint"}, now)
 	require.NoError(t, err)
 	fx.event = ev.View()

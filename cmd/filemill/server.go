@@ -161,15 +161,17 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("local storage: %w", err)
 		}
-		a.blobs = a.local
+		a.blobs = storage.Traced(a.local)
 	} else {
 		s3cfg, err := storage.ParseS3URL(cfg.StorageURL)
 		if err != nil {
 			return nil, fmt.Errorf("FILEMILL_STORAGE_URL: %w", err)
 		}
-		if a.blobs, err = storage.NewS3(ctx, s3cfg); err != nil {
+		s3, err := storage.NewS3(ctx, s3cfg)
+		if err != nil {
 			return nil, fmt.Errorf("FILEMILL_STORAGE_URL: %w", err)
 		}
+		a.blobs = storage.Traced(s3)
 	}
 	a.queue = jobs.NewQueue(a.redisOpt)
 	fetcher := fetch.New(fetch.Config{AllowCIDRs: cfg.OutboundAllowCIDRs})

@@ -170,10 +170,12 @@ func scrape(t *testing.T, addr string) string {
 // created through REST on the api process and run on a worker process is one trace on
 // the API's side (the request's server span, the admission write and the enqueue in
 // it, the job's trace_id its id), and the worker's attempt is a trace linked to the
-// enqueue, parent of the engine's span. The metrics of both processes show where the
+// enqueue, parent of the engine's span; the delivery of its job.succeeded is linked to
+// the attempt that committed the event. The metrics of both processes show where the
 // jobs' time went, per engine family.
 func TestTraceFollowsAJob(t *testing.T) {
 	t.Parallel()
+	recvURL, caFile := httpsReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	dir := t.TempDir()
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
@@ -182,13 +184,15 @@ func TestTraceFollowsAJob(t *testing.T) {
 		"FILEMILL_DATA_DIR="+dir, "FILEMILL_ADDR="+addr, "FILEMILL_STORAGE_ADDR="+storageAddr,
 		"FILEMILL_STORAGE_SECRET="+hex.EncodeToString(secret), "FILEMILL_WORK_DIR="+t.TempDir(),
 		"FILEMILL_ENGINES=inspect,image,pdf", "FILEMILL_CLAMD_START=never", "FILEMILL_LOG_LEVEL=warn",
-		"OTEL_TRACES_EXPORTER=console")
+		"FILEMILL_OUTBOUND_ALLOW_CIDRS=127.0.0.1", "SSL_CERT_FILE="+caFile, "OTEL_TRACES_EXPORTER=console")
 	key := bootstrapKey(t, dir, env, "--org", "tr", "--project", "p", "--credits", "100")
 	api := start(t, dir, append(env, "FILEMILL_METRICS_ADDR="+apiMetrics), "api")
 	waitReady(t, "http://"+addr)
 	worker := start(t, dir, append(env, "FILEMILL_METRICS_ADDR="+workerMetrics), "worker")
 	c := apiClient{t: t, http: openapitest.New(t).Client(http.DefaultTransport), base: "http://" + addr, key: key}
 
+	status, ep := c.do("POST", "/v1/webhook-endpoints", map[string]any{"url": recvURL + "/in", "enabled_events": []string{"job.succeeded"}})
+	require.Equal(t, 201, status, "%v", ep)
 	job := c.run(c.upload("a.txt", []byte("a line of text\n")), "inspect", nil)
 	traceID, _ := job["trace_id"].(string)
 	require.Regexp(t, regexp.MustCompile(`^[0-9a-f]{32}$`), traceID, "the job carries its trace")
@@ -209,6 +213,18 @@ func TestTraceFollowsAJob(t *testing.T) {
 	require.True(t, strings.HasPrefix(server.attr("filemill.organization_id").(string), "org_"))
 	require.True(t, strings.HasPrefix(server.attr("filemill.project_id").(string), "prj_"))
 	require.Equal(t, traceID, admit.Parent.TraceID)
+	eventually.True(t, "the completion's storage call, inside its request", func() bool {
+		all := spans(api.stdout.String())
+		s, ok := findSpan(all, func(s span) bool { return s.Name == "storage complete upload" })
+		for ok {
+			if strings.HasPrefix(s.Name, "POST /v1/files/") {
+				return true
+			}
+			parent := s.Parent.SpanID
+			s, ok = findSpan(all, func(p span) bool { return p.SpanContext.SpanID == parent })
+		}
+		return false
+	})
 	eventually.True(t, "the worker's spans of the job", func() bool {
 		all := spans(worker.stdout.String())
 		var ok1, ok2 bool
@@ -222,6 +238,16 @@ func TestTraceFollowsAJob(t *testing.T) {
 	require.Equal(t, enqueue.SpanContext, attempt.Links[0].SpanContext)
 	require.NotEqual(t, traceID, attempt.SpanContext.TraceID, "an attempt is a trace of its own, linked, not a child")
 	require.Equal(t, attempt.SpanContext.TraceID, engine.SpanContext.TraceID)
+
+	var delivery span
+	eventually.True(t, "the delivery's span", func() bool {
+		var ok bool
+		delivery, ok = findSpan(spans(worker.stdout.String()), func(s span) bool { return s.Name == "webhook delivery attempt" })
+		return ok
+	})
+	require.Len(t, delivery.Links, 1, "the delivery is linked to its event's commit")
+	require.Equal(t, attempt.SpanContext.TraceID, delivery.Links[0].SpanContext.TraceID, "job.succeeded was committed in the attempt")
+	require.NotEqual(t, attempt.SpanContext.TraceID, delivery.SpanContext.TraceID)
 
 	// One job of each engine family the worker runs, then the figures of both processes.
 	c.run(c.upload("a.png", smallPNG(t)), "image.convert", map[string]any{"format": "webp"})
