@@ -54,6 +54,9 @@ type stackOpts struct {
 	hooks func(s *stack) domain.Deps
 	// gcfg adjusts the GraphQL door's settings.
 	gcfg func(*graph.ServerConfig)
+	// wrap, when set, wraps the handlers of the API and of the storage host (to watch
+	// the requests they get).
+	wrap func(http.Handler) http.Handler
 }
 
 // newStack starts the API over PostgreSQL + Redis (production parts) or over SQLite +
@@ -101,6 +104,9 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 		tb.Fatal(err)
 	}
 	host.Config.Handler = s.local.Handler()
+	if o.wrap != nil {
+		host.Config.Handler = o.wrap(host.Config.Handler)
+	}
 	host.Start()
 	tb.Cleanup(host.Close)
 
@@ -146,7 +152,11 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql.Handler())
 	mux.Handle("/", api.Handler())
-	s.srv = httptest.NewServer(mux)
+	var h http.Handler = mux
+	if o.wrap != nil {
+		h = o.wrap(h)
+	}
+	s.srv = httptest.NewServer(h)
 	tb.Cleanup(s.srv.Close)
 	return s
 }

@@ -25,16 +25,21 @@ import (
 const benchJobSub = `subscription($id: ID!) { jobUpdated(id: $id) { id state progress } }`
 
 // liveStack is a stack whose GraphQL door is fed by the Redis event stream, with an
-// outbox relay running: the production path from a commit to a subscriber.
-func newLiveStack(b *testing.B) (*stack, *jobs.RedisBus) {
+// outbox relay running: the production path from a commit to a subscriber. wrap, when
+// given, wraps the API's and the storage host's handlers (stackOpts.wrap).
+func newLiveStack(b *testing.B, wrap ...func(http.Handler) http.Handler) (*stack, *jobs.RedisBus) {
 	b.Helper()
 	var bus *jobs.RedisBus
-	s := newStack(b, stackOpts{hooks: func(s *stack) domain.Deps {
+	o := stackOpts{hooks: func(s *stack) domain.Deps {
 		bus = jobs.NewRedisBus(s.rdb, discardLogger())
 		b.Cleanup(func() { bus.Close() })
 		s.store.OnOutbox(bus.Nudge)
 		return domain.Deps{Bus: bus}
-	}, gcfg: func(c *graph.ServerConfig) { c.MaxSubscriptionsPerKey = 1 << 20 }})
+	}, gcfg: func(c *graph.ServerConfig) { c.MaxSubscriptionsPerKey = 1 << 20 }}
+	if len(wrap) > 0 {
+		o.wrap = wrap[0]
+	}
+	s := newStack(b, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

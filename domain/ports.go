@@ -561,10 +561,11 @@ type PartETag struct {
 // MultipartBlobs is the optional multipart ability of a Blobs: an upload opened with
 // CreateUpload takes its bytes in numbered parts instead of one PUT.
 type MultipartBlobs interface {
-	// PresignPart returns a URL for a PUT of exactly size bytes as part partNumber; a new
-	// PUT of the same part replaces it, which is how an interrupted upload resumes. Each
-	// call mints a distinct URL.
-	PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error)
+	// PresignPart returns a URL for a PUT of exactly size bytes as part partNumber, the
+	// object's bytes from offset (a store may write them in place there); a new PUT of the
+	// same part replaces it, which is how an interrupted upload resumes. Each call mints a
+	// distinct URL.
+	PresignPart(ctx context.Context, key, uploadID string, partNumber int, offset, size int64, expires time.Duration) (string, error)
 	// ListParts returns what the store holds for an open upload, by part number;
 	// ErrNotFound when the upload has ended.
 	ListParts(ctx context.Context, key, uploadID string) ([]PartETag, error)

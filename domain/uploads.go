@@ -238,7 +238,7 @@ func (s *Uploads) ticket(ctx context.Context, u *Upload, f *File) (*UploadTicket
 	for i := 0; i < u.PartCount; i++ {
 		off := int64(i) * u.PartSize
 		size := min(u.PartSize, u.ByteSize-off)
-		url, err := mp.PresignPart(ctx, u.StorageKey, u.StorageUploadID, i+1, size, ttl)
+		url, err := mp.PresignPart(ctx, u.StorageKey, u.StorageUploadID, i+1, off, size, ttl)
 		if err != nil {
 			return nil, fmt.Errorf("presign part %d: %w", i+1, err)
 		}

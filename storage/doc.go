@@ -16,7 +16,10 @@
 //     that answered survives a crash. Client bytes are staged under
 //     Dir/.uploads/<upload id>/: a single PUT links its body there as "object" (never
 //     overwriting: of racing PUTs exactly one lands, the others answer 409
-//     upload_session_consumed), multipart parts land beside it. Completion and abort
+//     upload_session_consumed); multipart parts are written in place, each at its
+//     offset, into one file beside it, under a lock on their byte range, and
+//     completion (holding the whole file) links that file as the object, so assembling
+//     copies nothing. Completion and abort
 //     first rename the directory away, so from that instant no PUT can land in it and
 //     every later one answers 409 upload_session_consumed. Keys may not have a segment
 //     beginning with ".", so no key can reach those directories.
@@ -32,12 +35,13 @@
 // # Local URL signing
 //
 // A URL is {PublicURL}/o/{key}?{query}. The query holds, in this order, op (put, part or
-// get), upload (put and part), part (op=part), size (put and part), name (get, when a
+// get), upload (put and part), part and off (op=part: its number and the offset of its
+// bytes in the object), size (put and part), name (get, when a
 // download name was given), type (get, the Content-Type to serve, when given), exp (Unix
 // seconds), n (a random nonce, so no two minted URLs are alike) and sig. sig is
 // base64url(HMAC-SHA256(secret, fields)), where fields are "filemill-storage-v2", op,
-// key, size, upload id, part number, name, type, exp and nonce, each preceded by its
-// length, so no two grants share a signed string. The clock URLs are signed and checked
+// key, size, upload id, part number, name, type, exp and nonce (and for a part, its
+// offset), each preceded by its length, so no two grants share a signed string. The clock URLs are signed and checked
 // by is LocalConfig.Now. The host
 // rebuilds the canonical URL from what it parsed and requires the path and query to equal
 // it byte for byte, so any changed, added or removed byte answers 403 — as do a wrong
@@ -51,12 +55,14 @@
 //
 // # ETags
 //
-// Part ETags are the quoted hex MD5 of the part's bytes, as S3 answers, because
-// CompleteMultipart verifies the ETags a client hands back against the stored parts.
+// CompleteMultipart verifies the part ETags a client hands back against the stored
+// parts, so a part's ETag must name the exact bytes stored. S3 answers their MD5; Local
+// draws 128 random bits (32 hex digits) for each write of a part, which names them as
+// surely and costs no pass over the bytes (the same bytes sent again get a new ETag).
 // Whole-object ETags (single PUT, GET) are "<size hex>-<mtime ns hex>" from the file's
-// metadata: hashing every byte of a single PUT would cost more CPU than the write itself,
-// and nothing compares those ETags with content (the SHA-256 the services compute is the
-// content hash).
+// metadata: hashing every byte would cost more CPU than the write itself, and nothing
+// compares those ETags with content (the SHA-256 the services compute is the content
+// hash).
 //
 // # Egress
 //

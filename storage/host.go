@@ -2,8 +2,6 @@ package storage
 
 import (
 	"crypto/hmac"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,30 +116,31 @@ func checkLength(w http.ResponseWriter, r *http.Request, size int64) bool {
 
 // receive streams the body of a checked PUT into a temp file; on a short or long body
 // it answers, removes the file and returns nil.
-func (l *Local) receive(w http.ResponseWriter, r *http.Request, size int64, sum *[md5.Size]byte) *written {
-	var wr *written
-	var err error
-	if sum != nil {
-		h := md5.New()
-		wr, err = l.writeTemp(r.Body, size+1, h)
-		h.Sum(sum[:0])
-	} else {
-		wr, err = l.writeTemp(r.Body, size+1, nil)
-	}
+func (l *Local) receive(w http.ResponseWriter, r *http.Request, size int64) *written {
+	wr, err := l.writeTemp(r.Body, size+1)
 	if err != nil {
 		l.answerWriteFailed(w, fmt.Errorf("receive %s: %w", r.URL.Path, err))
 		return nil
 	}
-	switch {
-	case wr.n > size:
-		writeError(w, http.StatusRequestEntityTooLarge, domain.CodePayloadTooLarge, fmt.Sprintf("the body exceeds the signed size %d", size))
-	case wr.n < size:
-		writeError(w, http.StatusBadRequest, domain.CodeInvalidRequest, fmt.Sprintf("the body ended after %d of %d bytes", wr.n, size))
-	default:
-		return wr
+	if !bodySized(w, wr.n, size) {
+		os.Remove(wr.path)
+		return nil
 	}
-	os.Remove(wr.path)
-	return nil
+	return wr
+}
+
+// bodySized answers a body of n bytes that is not the signed size, and tells whether
+// it is.
+func bodySized(w http.ResponseWriter, n, size int64) bool {
+	switch {
+	case n > size:
+		writeError(w, http.StatusRequestEntityTooLarge, domain.CodePayloadTooLarge, fmt.Sprintf("the body exceeds the signed size %d", size))
+	case n < size:
+		writeError(w, http.StatusBadRequest, domain.CodeInvalidRequest, fmt.Sprintf("the body ended after %d of %d bytes", n, size))
+	default:
+		return true
+	}
+	return false
 }
 
 // consumedMessage is the refusal of a PUT into an upload that has ended.
@@ -168,7 +167,7 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, g grant) {
 		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, singleUseMessage)
 		return
 	}
-	wr := l.receive(w, r, g.size, nil)
+	wr := l.receive(w, r, g.size)
 	if wr == nil {
 		return
 	}
@@ -192,7 +191,7 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, g grant) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// servePart stores one part of a multipart upload and answers its MD5 as the ETag.
+// servePart writes one part of a multipart upload in place and answers its ETag.
 func (l *Local) servePart(w http.ResponseWriter, r *http.Request, g grant) {
 	if !checkLength(w, r, g.size) {
 		return
@@ -201,22 +200,18 @@ func (l *Local) servePart(w http.ResponseWriter, r *http.Request, g grant) {
 		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
 		return
 	}
-	var sum [md5.Size]byte
-	wr := l.receive(w, r, g.size, &sum)
-	if wr == nil {
+	etag, n, err := l.writePart(g.key, g.upload, g.part, g.off, g.size, r.Body)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
+		return
+	case err != nil:
+		l.answerWriteFailed(w, fmt.Errorf("write part %d of %s: %w", g.part, g.key, err))
+		return
+	case !bodySized(w, n, g.size):
 		return
 	}
-	md5hex := hex.EncodeToString(sum[:])
-	if err := l.storePart(wr.path, g.key, g.upload, g.part, md5hex); err != nil {
-		os.Remove(wr.path)
-		if errors.Is(err, domain.ErrNotFound) {
-			writeError(w, http.StatusConflict, domain.CodeUploadSessionConsumed, consumedMessage)
-			return
-		}
-		l.answerWriteFailed(w, fmt.Errorf("store part %d of %s: %w", g.part, g.key, err))
-		return
-	}
-	w.Header().Set("ETag", `"`+md5hex+`"`)
+	w.Header().Set("ETag", `"`+etag+`"`)
 	w.WriteHeader(http.StatusOK)
 }
 

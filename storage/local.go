@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -229,7 +228,7 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	if size >= 0 {
 		limit = size + 1 // one more byte tells an overrun
 	}
-	w, err := l.writeTemp(ctxReader{ctx, r}, limit, nil)
+	w, err := l.writeTemp(ctxReader{ctx, r}, limit)
 	if err != nil {
 		return l.writeFailed(fmt.Errorf("put %s: %w", key, err))
 	}
@@ -382,9 +381,9 @@ type written struct {
 }
 
 // writeTemp streams r into a new fsynced file in .tmp, reading at most limit bytes
-// (-1: all). h, when given, sees every byte. A write error removes the file and is
+// (-1: all). A write error removes the file and is
 // returned; a read error is reported in readErr, with the file kept for the caller.
-func (l *Local) writeTemp(r io.Reader, limit int64, h hash.Hash) (*written, error) {
+func (l *Local) writeTemp(r io.Reader, limit int64) (*written, error) {
 	if limit >= 0 {
 		r = io.LimitReader(r, limit)
 	}
@@ -407,9 +406,6 @@ func (l *Local) writeTemp(r io.Reader, limit int64, h hash.Hash) (*written, erro
 		// pieces, and one large write is cheaper than many small ones.
 		nr, rerr := io.ReadFull(r, buf)
 		if nr > 0 {
-			if h != nil {
-				h.Write(buf[:nr])
-			}
 			nw, werr := f.Write(buf[:nr])
 			w.n += int64(nw)
 			if werr != nil {
@@ -461,11 +457,19 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 // Staged uploads: Dir/.uploads/<id>/key names the object. A single PUT lands as the
-// file "object" (linked, so only the first whole body can land); multipart parts as
-// "<part number, 5 digits>.<md5 hex>", so the ETag a client hands back names the exact
-// bytes it means. Completing or aborting an upload first renames its directory out of
+// file "object" (linked, so only the first whole body can land). Multipart parts are
+// written in place, each at its offset, into the file "data", which completion then
+// links as the object: assembling a large upload costs no copy. A landed part is
+// recorded beside it as an empty file "<part number, 5 digits>.<etag>.<offset>.<size>".
+// The ETag is 128 random bits drawn for each write of a part, so the one a client hands
+// back names the exact bytes it sent (hashing every byte, as S3's MD5 ETags do, would
+// cost more CPU than writing it); the record of a part is removed before its bytes are
+// written again. Each part's bytes are written under a lock
+// on their range of "data", and completion verifies the parts and ends the upload under
+// a lock on the whole of it, so no part is half-written in an object and none lands
+// after completion. Completing or aborting an upload first renames its directory out of
 // .uploads (claimUpload): from that instant no PUT can find it, so nothing lands in an
-// upload that has ended.
+// upload that has ended, and an aborted upload leaves nothing behind.
 
 const maxPartNumber = 10000
 
@@ -580,9 +584,10 @@ func (l *Local) AbortUpload(_ context.Context, key, uploadID string) error {
 	return nil
 }
 
-// PresignPart returns a URL for a PUT of exactly size bytes as part partNumber; a new
-// PUT of the same part replaces it, which is how an interrupted upload resumes.
-func (l *Local) PresignPart(_ context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error) {
+// PresignPart returns a URL for a PUT of exactly size bytes as part partNumber, written
+// at offset in the object; a new PUT of the same part replaces it, which is how an
+// interrupted upload resumes.
+func (l *Local) PresignPart(_ context.Context, key, uploadID string, partNumber int, offset, size int64, expires time.Duration) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
@@ -592,20 +597,43 @@ func (l *Local) PresignPart(_ context.Context, key, uploadID string, partNumber 
 	if partNumber < 1 || partNumber > maxPartNumber {
 		return "", fmt.Errorf("presign part: part number %d outside 1..%d", partNumber, maxPartNumber)
 	}
-	if size < 0 {
-		return "", fmt.Errorf("presign part %d: negative size %d", partNumber, size)
+	if size < 0 || offset < 0 {
+		return "", fmt.Errorf("presign part %d: negative size %d or offset %d", partNumber, size, offset)
 	}
-	return l.sign(grant{op: opPart, key: key, upload: uploadID, part: partNumber, size: size}, expires)
+	return l.sign(grant{op: opPart, key: key, upload: uploadID, part: partNumber, off: offset, size: size}, expires)
 }
+
+// multipartData is the file of an upload that its parts are written into.
+const multipartData = "data"
 
 type storedPart struct {
 	domain.PartETag
-	path    string
-	modTime time.Time
+	etag      string // 32 hex digits, unquoted
+	off, size int64
+	modTime   time.Time
 }
 
-// storedParts reads an upload's parts, the newest file per part number when a re-upload
-// raced with another.
+// partRecord names the record of a landed part.
+func partRecord(part int, etag string, off, size int64) string {
+	return fmt.Sprintf("%05d.%s.%d.%d", part, etag, off, size)
+}
+
+// parsePartRecord reads a part's record from its name; ok is false for any other file.
+func parsePartRecord(name string) (storedPart, bool) {
+	f := strings.Split(name, ".")
+	if len(f) != 4 || len(f[0]) != 5 || len(f[1]) != 32 || strings.Trim(f[1], "0123456789abcdef") != "" {
+		return storedPart{}, false
+	}
+	n, err1 := strconv.Atoi(f[0])
+	off, err2 := strconv.ParseInt(f[2], 10, 64)
+	size, err3 := strconv.ParseInt(f[3], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || n < 1 || off < 0 || size < 0 {
+		return storedPart{}, false
+	}
+	return storedPart{PartETag: domain.PartETag{PartNumber: n, ETag: `"` + f[1] + `"`}, etag: f[1], off: off, size: size}, true
+}
+
+// storedParts reads the records of an upload's landed parts, the newest per part number.
 func storedParts(dir string) ([]storedPart, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -613,18 +641,17 @@ func storedParts(dir string) ([]storedPart, error) {
 	}
 	byNumber := map[int]storedPart{}
 	for _, e := range entries {
-		num, sum, ok := strings.Cut(e.Name(), ".")
-		n, err := strconv.Atoi(num)
-		if !ok || err != nil || len(sum) != 32 {
+		p, ok := parsePartRecord(e.Name())
+		if !ok {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil {
 			continue // replaced meanwhile
 		}
-		p := storedPart{PartETag: domain.PartETag{PartNumber: n, ETag: `"` + sum + `"`}, path: filepath.Join(dir, e.Name()), modTime: info.ModTime()}
-		if old, ok := byNumber[n]; !ok || p.modTime.After(old.modTime) {
-			byNumber[n] = p
+		p.modTime = info.ModTime()
+		if old, ok := byNumber[p.PartNumber]; !ok || p.modTime.After(old.modTime) {
+			byNumber[p.PartNumber] = p
 		}
 	}
 	parts := make([]storedPart, 0, len(byNumber))
@@ -671,8 +698,8 @@ func checkPartOrder(parts []domain.PartETag) error {
 	return nil
 }
 
-// CompleteMultipart assembles the given parts into the object after checking each ETag
-// against the stored part, then deletes the parts.
+// CompleteMultipart makes the upload's data file the object after checking each given
+// ETag against the stored part and that the parts follow one another from byte 0.
 func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts []domain.PartETag) error {
 	dir, err := l.uploadDir(key, uploadID)
 	if err != nil {
@@ -681,79 +708,156 @@ func (l *Local) CompleteMultipart(_ context.Context, key, uploadID string, parts
 	if err := checkPartOrder(parts); err != nil {
 		return err
 	}
-	// Open every part before writing: an open part stays readable even if a late
-	// re-upload replaces it, so the object is exactly the parts that were verified.
-	files := make([]*os.File, 0, len(parts))
-	defer func() {
-		for _, f := range files {
-			f.Close()
+	f, err := os.OpenFile(filepath.Join(dir, multipartData), os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := l.uploadDir(key, uploadID); err != nil {
+			return err // ended meanwhile
 		}
-	}()
+		return fmt.Errorf("%w: part 1: no part has been stored", ErrPartMismatch)
+	}
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	defer f.Close()
+	// Wait for the parts being written to land, and keep others out until the upload
+	// has ended: a part that takes the lock later finds it ended and writes nothing.
+	unlock, err := lockRange(f, 0, 0)
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	defer unlock()
+	stored, err := storedParts(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("upload %s of %s: %w", uploadID, key, domain.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", key, err)
+	}
+	byNumber := make(map[int]storedPart, len(stored))
+	for _, p := range stored {
+		byNumber[p.PartNumber] = p
+	}
+	var size int64
 	for _, p := range parts {
 		sum := normalizeETag(p.ETag)
 		if len(sum) != 32 || strings.Trim(sum, "0123456789abcdef") != "" {
 			return fmt.Errorf("%w: part %d: etag %q is not one this store answers", ErrPartMismatch, p.PartNumber, p.ETag)
 		}
-		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("%05d.%s", p.PartNumber, sum)))
-		if errors.Is(err, fs.ErrNotExist) {
+		sp, ok := byNumber[p.PartNumber]
+		if !ok || sp.etag != sum {
 			return fmt.Errorf("%w: part %d: no stored part has etag %q", ErrPartMismatch, p.PartNumber, p.ETag)
 		}
-		if err != nil {
-			return fmt.Errorf("complete %s: part %d: %w", key, p.PartNumber, err)
+		if sp.off != size {
+			return fmt.Errorf("%w: part %d starts at byte %d, not where part %d ends (%d)", ErrPartMismatch, p.PartNumber, sp.off, p.PartNumber-1, size)
 		}
-		files = append(files, f)
+		size += sp.size
 	}
-	// The verified parts are open: end the upload now, so no late part lands unseen.
 	ended, err := l.claimUpload(key, uploadID)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(ended)
-	out, err := os.CreateTemp(l.tmp, "mp-*")
-	if err != nil {
-		return l.writeFailed(fmt.Errorf("complete %s: %w", key, err))
-	}
-	tmpPath := out.Name()
-	err = func() error {
-		defer out.Close()
-		for i, f := range files {
-			// File to file: io.Copy uses copy_file_range, no bytes through user space.
-			if _, err := io.Copy(out, f); err != nil {
-				return fmt.Errorf("part %d: %w", parts[i].PartNumber, err)
-			}
-		}
-		return out.Sync()
-	}()
+	// The parts end at size; nothing else was written past it, but the object is
+	// exactly the verified bytes whatever happened.
+	err = f.Truncate(size)
 	if err == nil {
-		err = l.place(tmpPath, key, false)
+		err = f.Sync()
+	}
+	if err == nil {
+		// Linked, never renamed over: a key is written once.
+		err = l.place(filepath.Join(ended, multipartData), key, false)
 	}
 	if err != nil {
-		os.Remove(tmpPath)
+		if errors.Is(err, errExists) {
+			return fmt.Errorf("complete %s: %w", key, err)
+		}
 		return l.writeFailed(fmt.Errorf("complete %s: %w", key, err))
 	}
 	return nil
 }
 
-// storePart moves a finished part file into its upload and drops older versions of
-// the same part, so a re-upload replaces it. domain.ErrNotFound when the upload is gone.
-func (l *Local) storePart(tmpPath, key, uploadID string, part int, md5hex string) error {
+// writePart writes a part's body in place into its upload's data file at off, records
+// it and answers its ETag (unquoted). It reads at most size+1 bytes, writes at most size, and answers how many
+// it read: a part whose body is not exactly size bytes is not recorded (its range of
+// the data file holds what came). domain.ErrNotFound when the upload has ended; any
+// other error is a failure to write.
+func (l *Local) writePart(key, uploadID string, part int, off, size int64, body io.Reader) (etag string, n int64, err error) {
 	dir, err := l.uploadDir(key, uploadID)
 	if err != nil {
-		return err
+		return "", 0, err
 	}
-	name := fmt.Sprintf("%05d.%s", part, md5hex)
-	if err := os.Rename(tmpPath, filepath.Join(dir, name)); err != nil {
-		if errors.Is(err, fs.ErrNotExist) { // aborted or completed meanwhile
-			return fmt.Errorf("upload %s: %w", uploadID, domain.ErrNotFound)
-		}
-		return err
+	gone := fmt.Errorf("upload %s: %w", uploadID, domain.ErrNotFound)
+	f, err := os.OpenFile(filepath.Join(dir, multipartData), os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrNotExist) { // ended meanwhile
+		return "", 0, gone
 	}
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	unlock, err := lockRange(f, off, max(size, 1))
+	if err != nil {
+		return "", 0, err
+	}
+	defer unlock()
+	// Under the lock the upload is open or has ended for good: completion ends it while
+	// holding the whole file.
+	if _, err := l.uploadDir(key, uploadID); err != nil {
+		return "", 0, err
+	}
+	// Forget the part's earlier bytes before overwriting them, so a write that fails
+	// midway leaves the part missing, never a record of bytes that are gone.
 	prefix := fmt.Sprintf("%05d.", part)
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", 0, gone
+	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix) && e.Name() != name {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
+		if strings.HasPrefix(e.Name(), prefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", 0, err
+			}
 		}
 	}
-	return nil
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	r := io.LimitReader(body, size+1) // one more byte tells an overrun
+	var written, flushed int64
+	for {
+		// Whole buffers: one large write is cheaper than the small pieces a socket gives.
+		nr, rerr := io.ReadFull(r, buf)
+		n += int64(nr)
+		if k := min(int64(nr), size-written); k > 0 {
+			if _, err := f.WriteAt(buf[:k], off+written); err != nil {
+				return "", n, err
+			}
+			written += k
+			if written-flushed >= writebackChunk {
+				startWriteback(f, off+flushed, written-flushed)
+				flushed = written
+			}
+		}
+		if rerr != nil {
+			break // the end, or the client went away: n tells
+		}
+	}
+	if n != size {
+		return "", n, nil
+	}
+	// Durable before recorded: a part survives a crash once its PUT answered.
+	if err := f.Sync(); err != nil {
+		return "", n, err
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	etag = hex.EncodeToString(id[:])
+	if err := os.WriteFile(filepath.Join(dir, partRecord(part, etag, off, size)), nil, 0o644); err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // aborted meanwhile
+			return "", n, gone
+		}
+		return "", n, err
+	}
+	syncDir(dir)
+	return etag, n, nil
 }

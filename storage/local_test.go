@@ -1,19 +1,23 @@
 package storage_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,7 +150,7 @@ func TestLocalSecondPutIsConsumed(t *testing.T) {
 	resp, body = storagetest.Put(t, u, h, storagetest.Bytes(1000), 1000)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
 	requireErrorBody(t, resp, body, "upload_session_consumed")
-	pu, err := b.blobs.PresignPart(ctx, k, id, 1, 1000, time.Minute)
+	pu, err := b.blobs.PresignPart(ctx, k, id, 1, 0, 1000, time.Minute)
 	require.NoError(t, err)
 	resp, body = storagetest.Put(t, pu, nil, storagetest.Bytes(1000), 1000)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
@@ -346,7 +350,7 @@ func TestLocalSignatureCoversEveryByte(t *testing.T) {
 	partKey := storagetest.Key()
 	id, err := b.blobs.CreateUpload(ctx, partKey)
 	require.NoError(t, err)
-	partURL, err := b.blobs.PresignPart(ctx, partKey, id, 1, 64, time.Minute)
+	partURL, err := b.blobs.PresignPart(ctx, partKey, id, 1, 0, 64, time.Minute)
 	require.NoError(t, err)
 
 	send := func(method, u string) int {
@@ -620,4 +624,176 @@ func TestLocalRefusalsHaveTheErrorShape(t *testing.T) {
 	resp, body = storagetest.Put(t, pu, h, storagetest.Bytes(10), 10)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
 	requireErrorBody(t, resp, body, "upload_session_consumed")
+}
+
+// fileLocks counts the locks the kernel lists on the file at path: held, and waited for.
+func fileLocks(t *testing.T, path string) (held, waiting int) {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0, 0
+	}
+	ino := ":" + strconv.FormatUint(info.Sys().(*syscall.Stat_t).Ino, 10)
+	raw, err := os.ReadFile("/proc/locks")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		for i, w := range f {
+			if strings.HasSuffix(w, ino) && strings.Count(w, ":") == 2 && i > 0 {
+				if strings.Contains(line, "->") {
+					waiting++
+				} else {
+					held++
+				}
+			}
+		}
+	}
+	return held, waiting
+}
+
+// sendCut sends a PUT to u declaring size bytes, sends only the first half of data, ends
+// its side of the connection as a client that goes away does, and answers the status.
+func sendCut(t *testing.T, u string, data []byte) int {
+	t.Helper()
+	pu, err := url.Parse(u)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", pu.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", pu.RequestURI(), pu.Host, len(data))
+	require.NoError(t, err)
+	_, err = conn.Write(data[:len(data)/2])
+	require.NoError(t, err)
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Parts are written in place into one file that completion links as the object: no
+// byte is copied, a part cut midway is no longer a part, and nothing is left behind.
+func TestLocalMultipartInPlace(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	k := storagetest.Key()
+	id, err := b.blobs.CreateUpload(ctx, k)
+	require.NoError(t, err)
+	parts := [][]byte{storagetest.Bytes(storagetest.PartSize), storagetest.Bytes(storagetest.PartSize), storagetest.Bytes(1000)}
+	// Last part first: parts land in any order.
+	e3 := storagetest.PutPart(t, b.blobs, k, id, 3, parts[2])
+	e1 := storagetest.PutPart(t, b.blobs, k, id, 1, parts[0])
+	e2 := storagetest.PutPart(t, b.blobs, k, id, 2, parts[1])
+
+	// Part 2 again, cut half-way: its earlier bytes are gone, and so is the part.
+	u2, err := b.blobs.PresignPart(ctx, k, id, 2, storagetest.PartSize, storagetest.PartSize, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, sendCut(t, u2, storagetest.Bytes(storagetest.PartSize)))
+	listed, err := b.blobs.ListParts(ctx, k, id)
+	require.NoError(t, err)
+	require.Equal(t, []domain.PartETag{{PartNumber: 1, ETag: e1}, {PartNumber: 3, ETag: e3}}, listed)
+	given := []domain.PartETag{{PartNumber: 1, ETag: e1}, {PartNumber: 2, ETag: e2}, {PartNumber: 3, ETag: e3}}
+	require.ErrorIs(t, b.blobs.CompleteMultipart(ctx, k, id, given), storage.ErrPartMismatch)
+
+	// Sent again whole, it completes; the object is the very file the parts went into.
+	given[1].ETag = storagetest.PutPart(t, b.blobs, k, id, 2, parts[1])
+	require.NotEqual(t, e2, given[1].ETag, "each write of a part has an ETag of its own")
+	staged, err := os.Stat(filepath.Join(b.dir, ".uploads", id, "data"))
+	require.NoError(t, err)
+	require.NoError(t, b.blobs.CompleteMultipart(ctx, k, id, given))
+	stored, err := os.Stat(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(staged, stored), "completion links the parts' file, it does not copy it")
+	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(bytes.Join(parts, nil), got), "assembled object differs")
+	entries, err := os.ReadDir(filepath.Join(b.dir, ".uploads"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Empty(t, b.tempFiles(t))
+
+	// An aborted upload leaves nothing, its cut part included.
+	k2 := storagetest.Key()
+	id2, err := b.blobs.CreateUpload(ctx, k2)
+	require.NoError(t, err)
+	storagetest.PutPart(t, b.blobs, k2, id2, 1, parts[0])
+	u, err := b.blobs.PresignPart(ctx, k2, id2, 2, storagetest.PartSize, 1000, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, sendCut(t, u, parts[2]))
+	require.NoError(t, b.blobs.AbortUpload(ctx, k2, id2))
+	entries, err = os.ReadDir(filepath.Join(b.dir, ".uploads"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Empty(t, b.tempFiles(t))
+	_, err = b.blobs.Stat(ctx, k2)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+// A completion that arrives while a part is being written waits for it, and a part
+// that arrives once the upload has ended writes nothing into the object.
+func TestLocalMultipartCompleteWaitsForParts(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := context.Background()
+	k := storagetest.Key()
+	id, err := b.blobs.CreateUpload(ctx, k)
+	require.NoError(t, err)
+	p1, p2 := storagetest.Bytes(storagetest.PartSize), storagetest.Bytes(1000)
+	e1 := storagetest.PutPart(t, b.blobs, k, id, 1, p1)
+
+	// Part 2 in flight: headers and half its body sent, the rest held back.
+	u2, err := b.blobs.PresignPart(ctx, k, id, 2, storagetest.PartSize, int64(len(p2)), time.Minute)
+	require.NoError(t, err)
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPut, u2, pr)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(p2))
+	put := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		put <- resp
+	}()
+	_, err = pw.Write(p2[:500])
+	require.NoError(t, err)
+	data := filepath.Join(b.dir, ".uploads", id, "data")
+	eventually.True(t, "part 2 holds its range of the data file", func() bool {
+		held, _ := fileLocks(t, data)
+		return held == 1
+	})
+
+	// Completion names a part 2 that is not stored yet: it may only answer once the
+	// part in flight has landed, and then its ETag is the one to give.
+	done := make(chan error, 1)
+	go func() {
+		done <- b.blobs.CompleteMultipart(ctx, k, id, []domain.PartETag{{PartNumber: 1, ETag: e1}, {PartNumber: 2, ETag: e1}})
+	}()
+	eventually.True(t, "completion waits for part 2", func() bool {
+		_, waiting := fileLocks(t, data)
+		return waiting == 1
+	})
+	_, err = pw.Write(p2[500:])
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	resp := <-put
+	require.NotNil(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.ErrorIs(t, <-done, storage.ErrPartMismatch)
+	e2 := resp.Header.Get("ETag")
+	require.NoError(t, b.blobs.CompleteMultipart(ctx, k, id, []domain.PartETag{{PartNumber: 1, ETag: e1}, {PartNumber: 2, ETag: e2}}))
+	got, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(append(p1, p2...), got))
+
+	// Too late now: refused, the object unchanged.
+	late, err := b.blobs.PresignPart(ctx, k, id, 2, storagetest.PartSize, int64(len(p2)), time.Minute)
+	require.NoError(t, err)
+	r2, body := storagetest.Put(t, late, nil, storagetest.Bytes(1000), 1000)
+	require.Equal(t, http.StatusConflict, r2.StatusCode, "%s", body)
+	got, err = os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(append(p1, p2...), got))
 }

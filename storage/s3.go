@@ -218,7 +218,7 @@ const nonceParam = "x-filemill-nonce"
 // map). Once the upload is completed or aborted the store answers 404 NoSuchUpload: the
 // URL writes nothing more. Until then a new PUT replaces the bytes.
 func (s *S3) PresignPut(ctx context.Context, key, uploadID string, size int64, expires time.Duration) (string, map[string]string, error) {
-	u, err := s.PresignPart(ctx, key, uploadID, 1, size, expires)
+	u, err := s.PresignPart(ctx, key, uploadID, 1, 0, size, expires)
 	if err != nil {
 		return "", nil, err
 	}
@@ -418,8 +418,9 @@ func (s *S3) CreateUpload(ctx context.Context, key string) (string, error) {
 
 // PresignPart signs an UploadPart request with its Content-Length; the store answers
 // the part's ETag. Parts other than the last must be 5 MiB or more (the store's rule).
-// An upload that has ended answers 404 NoSuchUpload.
-func (s *S3) PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error) {
+// An upload that has ended answers 404 NoSuchUpload. The offset is the store's concern
+// (it assembles parts by number).
+func (s *S3) PresignPart(ctx context.Context, key, uploadID string, partNumber int, _, size int64, expires time.Duration) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}

@@ -32,6 +32,7 @@ type grant struct {
 	size   int64  // put, part
 	upload string // put, part
 	part   int    // part
+	off    int64  // part: where its bytes go in the object
 	name   string // get: download file name, "" for none
 	ctype  string // get: Content-Type served, "" for application/octet-stream
 	exp    int64  // Unix seconds
@@ -49,8 +50,14 @@ func newNonce() string {
 // field can bleed into its neighbour.
 func (g grant) signature(secret []byte) string {
 	m := hmac.New(sha256.New, secret)
-	for _, f := range []string{signVersion, g.op, g.key, strconv.FormatInt(g.size, 10), g.upload,
-		strconv.Itoa(g.part), g.name, g.ctype, strconv.FormatInt(g.exp, 10), g.nonce} {
+	fields := []string{signVersion, g.op, g.key, strconv.FormatInt(g.size, 10), g.upload,
+		strconv.Itoa(g.part), g.name, g.ctype, strconv.FormatInt(g.exp, 10), g.nonce}
+	if g.op == opPart {
+		// Only parts carry an offset: the strings of put and get URLs, and so the URLs
+		// already handed out, stay as they were.
+		fields = append(fields, strconv.FormatInt(g.off, 10))
+	}
+	for _, f := range fields {
 		writeField(m, f)
 	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
@@ -83,6 +90,7 @@ func (g grant) query(sig string) string {
 	}
 	if g.op == opPart {
 		add("part", strconv.Itoa(g.part))
+		add("off", strconv.FormatInt(g.off, 10))
 	}
 	if g.op == opPut || g.op == opPart {
 		add("size", strconv.FormatInt(g.size, 10))
@@ -110,7 +118,7 @@ func parseGrant(key, rawQuery string) (grant, string, error) {
 	}
 	for k, v := range q {
 		switch k {
-		case "op", "upload", "part", "size", "name", "type", "exp", "n", "sig":
+		case "op", "upload", "part", "off", "size", "name", "type", "exp", "n", "sig":
 		default:
 			return grant{}, "", errBadURL
 		}
@@ -132,6 +140,9 @@ func parseGrant(key, rawQuery string) (grant, string, error) {
 		}
 		if g.op == opPart {
 			if g.part, err = strconv.Atoi(q.Get("part")); err != nil {
+				return grant{}, "", errBadURL
+			}
+			if g.off, err = strconv.ParseInt(q.Get("off"), 10, 64); err != nil || g.off < 0 {
 				return grant{}, "", errBadURL
 			}
 		}

@@ -110,9 +110,9 @@ func (t *TracedBlobs) Ping(ctx context.Context) error {
 	return err
 }
 
-func (t *TracedBlobs) PresignPart(ctx context.Context, key, uploadID string, partNumber int, size int64, expires time.Duration) (string, error) {
+func (t *TracedBlobs) PresignPart(ctx context.Context, key, uploadID string, partNumber int, offset, size int64, expires time.Duration) (string, error) {
 	ctx, end := span(ctx, "presign part")
-	url, err := t.next.PresignPart(ctx, key, uploadID, partNumber, size, expires)
+	url, err := t.next.PresignPart(ctx, key, uploadID, partNumber, offset, size, expires)
 	end(err)
 	return url, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/filemill/filemill/cmd/filemill/cli"
+	"github.com/filemill/filemill/domain"
 )
 
 func main() {
@@ -33,7 +34,13 @@ func execute(ctx context.Context, args []string) int {
 	if err == nil {
 		return 0
 	}
-	return cli.ReportError(os.Stderr, err)
+	code := cli.ReportError(os.Stderr, err)
+	// The admin commands answer the services' errors: a missing organization, project,
+	// key or user exits as a 404 does for the client commands.
+	if code == cli.ExitFailed && domain.ErrorCode(err) == domain.CodeNotFound {
+		return cli.ExitNotFound
+	}
+	return code
 }
 
 const rootLong = `filemill — a self-hostable file processing service, and its command-line client.

@@ -419,3 +419,41 @@ func bootstrapKey(t *testing.T, dir string, env []string, flags ...string) strin
 	require.NoError(t, json.Unmarshal([]byte(out), &boot))
 	return boot["api_key"]
 }
+
+// The admin commands exit as the client commands do: 4 when what they name does not
+// exist, 1 for any other refusal, 2 for a command line that cannot run.
+func TestAdminExitCodes(t *testing.T) {
+	t.Parallel()
+	dir, env := t.TempDir(), cleanEnv()
+	bootstrapKey(t, dir, env, "--org", "acme", "--project", "web")
+	exitCode := func(args ...string) (int, string) {
+		t.Helper()
+		_, stderr, err := runCLI(t, dir, env, append([]string{"admin"}, args...)...)
+		var ee *exec.ExitError
+		if err == nil {
+			return 0, stderr
+		}
+		require.ErrorAs(t, err, &ee, stderr)
+		return ee.ExitCode(), stderr
+	}
+	for _, args := range [][]string{
+		{"keys", "revoke", "key_nope"},
+		{"keys", "list", "--org", "nope"},
+		{"keys", "create", "--org", "acme", "--project", "nope"},
+		{"credits", "grant", "--org", "nope", "--amount", "5"},
+		{"org", "suspend", "nope"},
+		{"projects", "create", "--org", "nope", "--name", "p"},
+		{"projects", "update", "--org", "acme", "--project", "nope", "--concurrency-limit", "2"},
+		{"users", "create", "--org", "nope", "--email", "a@example.com", "--role", "viewer"},
+	} {
+		code, stderr := exitCode(args...)
+		require.Equal(t, 4, code, "%v: %s", args, stderr)
+		require.Regexp(t, `not.found|no such`, stderr, "%v says what is missing", args)
+	}
+	code, stderr := exitCode("users", "create", "--org", "acme", "--email", "a@example.com", "--role", "root")
+	require.Equal(t, 1, code, "an invalid role: %s", stderr)
+	code, stderr = exitCode("credits", "grant", "--org", "acme")
+	require.Equal(t, 2, code, "no amount: %s", stderr)
+	code, stderr = exitCode("org", "resume", "acme")
+	require.Equal(t, 0, code, stderr)
+}

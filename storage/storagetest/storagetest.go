@@ -216,9 +216,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 
 	t.Run("MintedURLsDiffer", func(t *testing.T) {
 		ctx, b, mp, k, id := openMultipart(t)
-		p1, err := mp.PresignPart(ctx, k, id, 1, 100, time.Minute)
+		p1, err := mp.PresignPart(ctx, k, id, 1, 0, 100, time.Minute)
 		require.NoError(t, err)
-		p2, err := mp.PresignPart(ctx, k, id, 1, 100, time.Minute)
+		p2, err := mp.PresignPart(ctx, k, id, 1, 0, 100, time.Minute)
 		require.NoError(t, err)
 		require.NotEqual(t, p1, p2, "a re-minted part URL is a new URL")
 		u1, _, err := b.PresignPut(ctx, k, id, 100, time.Minute)
@@ -384,7 +384,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		for i, p := range parts {
 			etags[i] = PutPart(t, mp, k, id, i+1, p)
 		}
-		lateURL, err := mp.PresignPart(ctx, k, id, 4, 1000, time.Minute)
+		lateURL, err := mp.PresignPart(ctx, k, id, 4, 2*PartSize+123_457, 1000, time.Minute)
 		require.NoError(t, err)
 
 		// Resume: a fresh URL for part 2 and new bytes replace the stored part.
@@ -450,7 +450,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 
 	t.Run("MultipartPartSizeEnforced", func(t *testing.T) {
 		ctx, b, mp, k, id := openMultipart(t)
-		u, err := mp.PresignPart(ctx, k, id, 1, 1000, time.Minute)
+		u, err := mp.PresignPart(ctx, k, id, 1, 0, 1000, time.Minute)
 		require.NoError(t, err)
 		resp, body := Put(t, u, nil, Bytes(1001), 1001)
 		require.False(t, ok(resp), "a bigger part is refused, got %d: %s", resp.StatusCode, body)
@@ -465,7 +465,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("MultipartAbort", func(t *testing.T) {
 		ctx, b, mp, k, id := openMultipart(t)
 		e1 := PutPart(t, mp, k, id, 1, Bytes(PartSize))
-		late, err := mp.PresignPart(ctx, k, id, 2, 100, time.Minute)
+		late, err := mp.PresignPart(ctx, k, id, 2, PartSize, 100, time.Minute)
 		require.NoError(t, err)
 
 		require.NoError(t, b.AbortUpload(ctx, k, id))
@@ -491,10 +491,11 @@ func Open(t *testing.T, b domain.Blobs, key string, size int64) (uploadID, url s
 	return id, u, h
 }
 
-// PutPart mints a URL for one part, PUTs it and returns the ETag the store answered.
+// PutPart mints a URL for part n, the object's bytes from (n-1)·PartSize (every part
+// but the last is PartSize long), PUTs it and returns the ETag the store answered.
 func PutPart(t *testing.T, mp domain.MultipartBlobs, key, uploadID string, n int, data []byte) string {
 	t.Helper()
-	u, err := mp.PresignPart(context.Background(), key, uploadID, n, int64(len(data)), time.Minute)
+	u, err := mp.PresignPart(context.Background(), key, uploadID, n, int64(n-1)*PartSize, int64(len(data)), time.Minute)
 	require.NoError(t, err)
 	resp, body := Put(t, u, nil, data, int64(len(data)))
 	require.True(t, ok(resp), "part %d PUT answered %d: %s", n, resp.StatusCode, body)

@@ -40,7 +40,7 @@ func (f *uploadFlags) register(c *cobra.Command, recursive bool) {
 	c.Flags().BoolVar(&f.resume, "resume", false, "continue the multipart uploads of these files that an earlier run left unfinished, sending only their missing parts")
 	c.Flags().IntVarP(&f.concurrency, "concurrency", "c", 4, "files handled at once")
 	c.Flags().Int64Var(&f.threshold, "multipart-threshold", client.DefaultMultipartThreshold,
-		"size in bytes from which a file goes up in parallel parts, resumable with --resume; below it, in one PUT (faster to local storage, which assembles parts by copying them)")
+		"size in bytes from which a file goes up in parallel parts, resumable with --resume; below it, in one PUT")
 }
 
 func (f *uploadFlags) check(c *cobra.Command) (*api.ValidationPolicy, error) {
