@@ -36,3 +36,23 @@ func TestScratchWatcherStopsARunPastItsBound(t *testing.T) {
 	require.NoError(t, checkDisk(dir, 0), "0 is no bound")
 	require.False(t, domain.Retryable(le), "the same input needs as much again")
 }
+
+// BenchmarkScratchBytes is one measure of the watcher (every 50 ms while a job runs)
+// on a scratch directory as an image job leaves it: the input and one output in its
+// step's directory.
+func BenchmarkScratchBytes(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "step0"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []string{"input", "step0/image.webp"} {
+		if err := os.WriteFile(filepath.Join(dir, p), make([]byte, 1<<20), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if scratchBytes(dir) != 2<<20 {
+			b.Fatal("wrong size")
+		}
+	}
+}
