@@ -37,12 +37,19 @@ func flatPNG(t *testing.T, w, h int) []byte {
 // first attempt, and returns the job.
 func requireLimitFailure(t *testing.T, b *bundle, id, limit string) map[string]any {
 	t.Helper()
+	j := requireLimitCode(t, b, id, limit)
+	require.EqualValues(t, 1, j["attempts"], "a resource limit is met again: not retried")
+	return j
+}
+
+// requireLimitCode checks job id failed resource_limit_exceeded for limit, uncharged.
+func requireLimitCode(t *testing.T, b *bundle, id, limit string) map[string]any {
+	t.Helper()
 	j := b.waitJob(b.liveA, id)
 	require.Equal(t, "failed", j["state"], "%v", j)
 	e := j["error"].(map[string]any)
 	require.Equal(t, domain.CodeResourceLimitExceeded, e["code"], "%v", e)
 	require.Contains(t, e["message"], "limit: "+limit)
-	require.EqualValues(t, 1, j["attempts"], "a resource limit is met again: not retried")
 	require.EqualValues(t, 0, j["credits_charged"])
 	return j
 }
@@ -129,6 +136,8 @@ func TestOfficeJobPastItsDiskBoundFails(t *testing.T) {
 	b := setup(t, setupOpts{worker: true, engines: engines, cfg: func(c *domain.Config) { c.JobDisk = int64(len(docx)) + 2048 }})
 	doc := b.readyFile(b.liveA, "report.docx", docx)
 	id := runJob(t, b, map[string]any{"file_id": doc, "operation": "convert", "options": map[string]any{"format": "pdf"}})
-	requireLimitFailure(t, b, id, domain.LimitDisk)
+	// Not the attempts: on a loaded machine an attempt may end first in a LibreOffice
+	// instance slow to start (retried), before the one that meets the bound.
+	requireLimitCode(t, b, id, domain.LimitDisk)
 	requireSucceeded(t, b, runJob(t, b, map[string]any{"file_id": doc, "operation": "convert", "options": map[string]any{"format": "txt"}}))
 }
