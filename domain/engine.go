@@ -68,6 +68,16 @@ type EngineInput struct {
 	Inputs []EngineFile
 	// Progress reports 0–100 for page-wise work; may be nil.
 	Progress func(percent int)
+	// Limits are the job's bounds, for the engines that enforce them themselves
+	// (a memory bound in-process, a file size limit on a child).
+	Limits JobLimits
+}
+
+// JobLimits bound one job's resources, in bytes; 0 is no bound. An engine that
+// exceeds one fails with ResourceLimit.
+type JobLimits struct {
+	Memory int64
+	Disk   int64
 }
 
 // EngineOptions returns a run's options as T, the operation's options type; T's zero

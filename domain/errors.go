@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 )
 
 // Error codes of the /v1 contract (interface.md section 7). The REST door maps each to
@@ -58,6 +59,10 @@ const (
 	CodeProcessingUnavailable = "processing_unavailable"
 	CodeDependencyUnavailable = "dependency_unavailable"
 	CodeTimeout               = "timeout"
+	// CodeResourceLimitExceeded: a job's engine needed more memory or scratch disk than
+	// one job may use (Config.JobMemory, Config.JobDiskLimit). Not a code of section 7:
+	// it only ever appears on a failed job, never as an answer's status.
+	CodeResourceLimitExceeded = "resource_limit_exceeded"
 
 	// CodeNotImplemented marks an endpoint of the contract whose capability is not
 	// built yet. It is not a code of section 7; the REST door answers 501.
@@ -94,7 +99,7 @@ var Codes = []string{
 	CodePolicyViolation, CodeValidationFailed, CodeOutputValidationFailed, CodeUnsupportedInput,
 	CodeKeySpendLimit, CodeRateLimited, CodeConcurrencyLimit, CodeCreditsExhausted,
 	CodeAnonymousDailyLimit, CodeInternal, CodeProcessingUnavailable, CodeDependencyUnavailable,
-	CodeTimeout,
+	CodeTimeout, CodeResourceLimitExceeded,
 }
 
 // Error is an error a client can act on: a contract code, a human sentence, the
@@ -149,6 +154,40 @@ func InvalidParam(param, format string, args ...any) *Error {
 // NotFound is the answer for a missing resource and for one of another organization.
 func NotFound(kind string) *Error {
 	return &Error{Code: CodeNotFound, Message: "no such " + kind}
+}
+
+// The limits of ResourceLimit.
+const (
+	LimitMemory = "memory"
+	LimitDisk   = "disk"
+)
+
+// ResourceLimit is the failure of a job that needed more of limit (LimitMemory,
+// LimitDisk) than its bound, in bytes. The message names both: it is what the failed
+// job shows.
+func ResourceLimit(limit string, bound int64) *Error {
+	what := "memory"
+	if limit == LimitDisk {
+		what = "scratch disk"
+	}
+	return &Error{Code: CodeResourceLimitExceeded, Message: fmt.Sprintf("the job needed more %s than the %s one job may use (limit: %s, bound: %d bytes)",
+		what, FormatBytes(bound), limit, bound), Details: map[string]any{"limit": limit, "bound_bytes": bound}}
+}
+
+// FormatBytes writes n bytes in binary units, as "512 MiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	s := fmt.Sprintf("%.1f", v)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + []string{"KiB", "MiB", "GiB", "TiB"}[i]
 }
 
 // ErrNotFound is returned by stores for a missing row; services turn it into NotFound.

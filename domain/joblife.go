@@ -333,11 +333,12 @@ func (s *Jobs) FailJob(ctx context.Context, j *Job, cause error) error {
 // task that failed with one instead of retrying it. A timeout is the input's own: an
 // engine's run is deterministic, and a render past its deadline once is past it again
 // (an attempt cut short by a shutdown or a lost lease is not a timeout: it ends with
-// its context's error, which is retried).
+// its context's error, which is retried). So is a resource limit: the same input needs
+// the same memory and disk again.
 var NonRetryable = []string{CodeCorruptedFile, CodeEncryptedFile, CodeUnsupportedInput, CodeMalwareDetected,
 	CodeInvalidRequest, CodeUnsupportedOperation, CodeValidationFailed, CodePolicyViolation,
 	CodeOutputValidationFailed, CodeNotFound, CodePaymentRequired, CodeConflict, CodeUnsupportedFile, CodeFileTooLarge,
-	CodeTimeout}
+	CodeTimeout, CodeResourceLimitExceeded}
 
 // Retryable reports whether a failure may succeed on another attempt (a crashed tool,
 // an unavailable dependency, anything unexpected).

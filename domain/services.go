@@ -52,6 +52,15 @@ type Config struct {
 	// MaxArtifactsPerJob bounds the artifacts one job makes: a job whose plan shows more
 	// is refused at creation, and one that makes more fails.
 	MaxArtifactsPerJob int
+	// JobMemory bounds the memory one job's engine may use, in bytes, where the engine
+	// can bound it per job (libvips' tracked memory, a child started for the job); past
+	// it the job fails resource_limit_exceeded. 0: no bound of the job's own.
+	JobMemory int64
+	// JobDisk bounds the bytes one job may keep in its scratch directory (its input's
+	// copy, what its engines write); 0 derives it from the job's input (JobDiskLimit).
+	// JobDiskMax caps either. Past the bound the job fails resource_limit_exceeded.
+	JobDisk    int64
+	JobDiskMax int64
 
 	// The console's people. Zero values take DefaultConfig's.
 	ConsoleRateLimit   int           // requests per minute of one signed-in person
@@ -86,6 +95,28 @@ func (c Config) OperationTimeout(op *Operation) time.Duration {
 	return 10 * time.Minute
 }
 
+// The scratch disk a job gets when JobDisk is 0: a base for its engines' own files
+// (LibreOffice's, a render's pages) and a multiple of its input, since an output is
+// often several times its input (a PDF rendered to PNG pages, a PNG to TIFF).
+const (
+	jobDiskBase     = 1 << 30
+	jobDiskPerInput = 20
+)
+
+// JobDiskLimit is the scratch disk bound of a job whose inputs hold inputBytes:
+// JobDisk, or the base plus a multiple of the inputs when it is 0, capped by JobDiskMax.
+// 0: no bound.
+func (c Config) JobDiskLimit(inputBytes int64) int64 {
+	n := c.JobDisk
+	if n == 0 {
+		n = jobDiskBase + jobDiskPerInput*max(inputBytes, 0)
+	}
+	if c.JobDiskMax > 0 {
+		n = min(n, c.JobDiskMax)
+	}
+	return n
+}
+
 // DefaultConfig returns the contract's defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -105,6 +136,8 @@ func DefaultConfig() Config {
 		JobTimeout:              10 * time.Minute,
 		StopGrace:               10 * time.Second,
 		MaxArtifactsPerJob:      1000,
+		JobMemory:               2 << 30,
+		JobDiskMax:              20 << 30,
 		ConsoleRateLimit:        1200,
 		SessionIdleTimeout:      12 * time.Hour,
 		SessionLifetime:         7 * 24 * time.Hour,
@@ -175,6 +208,10 @@ func (c Config) Validate() error {
 		return errors.New("StopGrace must not be negative")
 	case c.MaxArtifactsPerJob < 1:
 		return errors.New("FILEMILL_MAX_ARTIFACTS_PER_JOB must be at least 1")
+	case c.JobMemory < 0:
+		return errors.New("FILEMILL_JOB_MEMORY_LIMIT must not be negative")
+	case c.JobDisk < 0 || c.JobDiskMax < 0:
+		return errors.New("FILEMILL_JOB_DISK_LIMIT and FILEMILL_JOB_DISK_LIMIT_MAX must not be negative")
 	case c.ConsoleRateLimit < 0:
 		return errors.New("FILEMILL_CONSOLE_RATE_LIMIT_PER_MINUTE must be at least 1")
 	case c.SessionIdleTimeout < 0 || c.SessionIdleTimeout > 0 && c.SessionIdleTimeout < time.Minute:

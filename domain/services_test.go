@@ -411,3 +411,22 @@ func (f *flaky) Allow(ctx context.Context, key string, perMinute, cost int) (dom
 	}
 	return f.RateLimiter.Allow(ctx, key, perMinute, cost)
 }
+
+// A job's scratch bound is JobDisk when set, else a base plus twenty times its input;
+// JobDiskMax caps both. A resource limit fails a job at once, naming limit and bound.
+func TestJobDiskLimit(t *testing.T) {
+	t.Parallel()
+	c := domain.DefaultConfig()
+	require.EqualValues(t, 1<<30+20*(100<<20), c.JobDiskLimit(100<<20))
+	require.EqualValues(t, 20<<30, c.JobDiskLimit(2<<30), "capped by JobDiskMax")
+	c.JobDisk = 5 << 20
+	require.EqualValues(t, 5<<20, c.JobDiskLimit(100<<20))
+	c.JobDisk, c.JobDiskMax = 0, 0
+	require.EqualValues(t, 1<<30+20*(5<<30), c.JobDiskLimit(5<<30), "no cap")
+
+	err := domain.ResourceLimit(domain.LimitMemory, 512<<20)
+	require.Equal(t, domain.CodeResourceLimitExceeded, domain.ErrorCode(err))
+	require.Equal(t, "the job needed more memory than the 512 MiB one job may use (limit: memory, bound: 536870912 bytes)", err.Message)
+	require.False(t, domain.Retryable(err))
+	require.Equal(t, "1.5 GiB", domain.FormatBytes(3<<29))
+}

@@ -63,6 +63,7 @@ func (s *Attempts) runJob(ctx context.Context, j *domain.Job, f *domain.File, di
 	if err != nil {
 		return nil, 0, err
 	}
+	inputBytes := first.ByteSize
 	for i, id := range ids {
 		xf, err := s.InputFile(ctx, j, id)
 		if err != nil {
@@ -73,7 +74,19 @@ func (s *Attempts) runJob(ctx context.Context, j *domain.Job, f *domain.File, di
 			return nil, 0, err
 		}
 		extra = append(extra, ef)
+		inputBytes += ef.ByteSize
 	}
+	// The job's bounds: its scratch directory is measured as its engines run, and the
+	// run stopped once it holds more than its bound; memory is bounded by the engines
+	// that can bound it per job.
+	limits := domain.JobLimits{Memory: s.Config.JobMemory, Disk: s.Config.JobDiskLimit(inputBytes)}
+	if err := checkDisk(dir, limits.Disk); err != nil {
+		return nil, 0, err
+	}
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	stopWatch := WatchScratch(dir, limits.Disk, stopRun)
+	defer stopWatch()
 
 	steps := op.Pipeline(f.Format())
 	var arts []*domain.Artifact
@@ -107,8 +120,16 @@ func (s *Attempts) runJob(ctx context.Context, j *domain.Job, f *domain.File, di
 		}
 		out, err := s.RunEngine(ctx, st.Operation, eng, domain.EngineInput{Operation: st.Operation.Name, Options: opts, Path: in.Path, Filename: in.Filename,
 			Format: in.Format, ByteSize: in.ByteSize, SHA256: sha, Pages: in.Pages, Source: first, Inputs: extra, WorkDir: work,
-			Progress: s.ProgressFunc(ctx, j, i, len(steps))})
+			Progress: s.ProgressFunc(ctx, j, i, len(steps)), Limits: limits})
+		if err == nil {
+			// The watcher measures between intervals: what a step left is measured
+			// once more before anything of it is stored.
+			err = checkDisk(dir, limits.Disk)
+		}
 		if err != nil {
+			if le := limitCause(ctx); le != nil {
+				return arts, 0, le
+			}
 			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, errDeadline) && domain.AsError(err) == nil {
 				// Cut short from outside (a shutdown, a lost lease): not the job's fault.
 				return arts, 0, fmt.Errorf("%w: %w", cause, err)

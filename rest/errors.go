@@ -48,6 +48,8 @@ var statusOf = map[string]int{
 	domain.CodeValidationFailed:       http.StatusUnprocessableEntity,
 	domain.CodeOutputValidationFailed: http.StatusUnprocessableEntity,
 	domain.CodeUnsupportedInput:       http.StatusUnprocessableEntity,
+	// Only ever a failed job's code; the status is for completeness of the table.
+	domain.CodeResourceLimitExceeded: http.StatusUnprocessableEntity,
 
 	domain.CodeKeySpendLimit:       http.StatusTooManyRequests,
 	domain.CodeRateLimited:         http.StatusTooManyRequests,

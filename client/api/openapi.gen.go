@@ -118,6 +118,7 @@ const (
 	ErrorCodeProcessingUnavailable  ErrorCode = "processing_unavailable"
 	ErrorCodeRateLimited            ErrorCode = "rate_limited"
 	ErrorCodeRequestTimeout         ErrorCode = "request_timeout"
+	ErrorCodeResourceLimitExceeded  ErrorCode = "resource_limit_exceeded"
 	ErrorCodeRevokedApiKey          ErrorCode = "revoked_api_key"
 	ErrorCodeTimeout                ErrorCode = "timeout"
 	ErrorCodeUnsupportedFile        ErrorCode = "unsupported_file"
@@ -195,6 +196,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRequestTimeout:
+		return true
+	case ErrorCodeResourceLimitExceeded:
 		return true
 	case ErrorCodeRevokedApiKey:
 		return true
@@ -826,7 +829,7 @@ type DownloadUrlRequest struct {
 // Error The one shape of every non-2xx answer of /v1.
 type Error struct {
 	Error struct {
-		// Code Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
+		// Code Every code of the contract (interface.md section 7) plus `not_implemented`, `request_timeout` and `resource_limit_exceeded`. `resource_limit_exceeded` is only ever a failed job's code (`error.code` of a job or batch item), never an answer's: the job's engine needed more memory or scratch disk than one job may use; its message names which (`limit: memory` or `limit: disk`) and the bound in bytes. It is not retried, and the reservation is released as for any failed job.
 		Code ErrorCode `json:"code"`
 
 		// Details Extras that depend on the code.
@@ -954,7 +957,7 @@ type Error504 struct {
 	} `json:"error"`
 }
 
-// ErrorCode Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
+// ErrorCode Every code of the contract (interface.md section 7) plus `not_implemented`, `request_timeout` and `resource_limit_exceeded`. `resource_limit_exceeded` is only ever a failed job's code (`error.code` of a job or batch item), never an answer's: the job's engine needed more memory or scratch disk than one job may use; its message names which (`limit: memory` or `limit: disk`) and the bound in bytes. It is not retried, and the reservation is released as for any failed job.
 type ErrorCode string
 
 // Event defines model for Event.
@@ -1162,7 +1165,7 @@ type JobPreset string
 
 // JobError defines model for JobError.
 type JobError struct {
-	// Code Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
+	// Code Every code of the contract (interface.md section 7) plus `not_implemented`, `request_timeout` and `resource_limit_exceeded`. `resource_limit_exceeded` is only ever a failed job's code (`error.code` of a job or batch item), never an answer's: the job's engine needed more memory or scratch disk than one job may use; its message names which (`limit: memory` or `limit: disk`) and the bound in bytes. It is not retried, and the reservation is released as for any failed job.
 	Code    ErrorCode `json:"code"`
 	Message string    `json:"message"`
 }

@@ -91,7 +91,7 @@ type rawConfig struct {
 	storageSecret, outboundAllow, logLevel, logFormat, rateLimit, concurrency, maxFileSize                  string
 	hashWindow, workerConcurrency, uploadURLTTL, authCacheTTL, workerPoll, workDir                          string
 	engines, engineConcurrency, jobTimeout, operationTimeouts                                               string
-	jobLease, sweepInterval, maxArtifacts                                                                   string
+	jobLease, sweepInterval, maxArtifacts, jobMemory, jobDisk, jobDiskMax                                   string
 	officeInstances, officeConversions, officeTimeout, officeQueueTimeout, officeMemory                     string
 	officeSandbox                                                                                           string
 	ocrParallel, ocrDPI, ocrMaxPages                                                                        string
@@ -151,6 +151,9 @@ func (rc *rawConfig) settings() []setting {
 		{"engines", "FILEMILL_ENGINES", "", "comma-separated engine families a worker runs (default: all it has)", &rc.engines},
 		{"engine-concurrency", "FILEMILL_ENGINE_CONCURRENCY", "", "jobs a worker runs at once per engine family, e.g. office=2,ocr=1 (defaults in README)", &rc.engineConcurrency},
 		{"max-artifacts-per-job", "FILEMILL_MAX_ARTIFACTS_PER_JOB", "1000", "most artifacts one job makes; a job whose page count shows more is refused at creation", &rc.maxArtifacts},
+		{"job-memory-limit", "FILEMILL_JOB_MEMORY_LIMIT", "2147483648", "bytes of memory one job's engine may use where it can be bounded per job (0: no bound)", &rc.jobMemory},
+		{"job-disk-limit", "FILEMILL_JOB_DISK_LIMIT", "auto", "bytes one job may keep in its scratch directory; auto: 1 GiB plus 20 times its input", &rc.jobDisk},
+		{"job-disk-limit-max", "FILEMILL_JOB_DISK_LIMIT_MAX", "21474836480", "most bytes any job may keep in its scratch directory (0: no cap)", &rc.jobDiskMax},
 		{"job-timeout", "FILEMILL_JOB_TIMEOUT", "10m", "deadline of one attempt of an operation without its own", &rc.jobTimeout},
 		{"operation-timeouts", "FILEMILL_OPERATION_TIMEOUTS", "", "deadlines of one attempt per operation, e.g. convert=2m,ocr=20m", &rc.operationTimeouts},
 		{"console-rate-limit-per-minute", "FILEMILL_CONSOLE_RATE_LIMIT_PER_MINUTE", "1200", "requests per minute of one person signed in to the console", &rc.consoleRateLimit},
@@ -278,6 +281,17 @@ func loadConfig(rc *rawConfig) (*Config, error) {
 	}
 	if c.Domain.MaxFileSize, err = strconv.ParseInt(rc.maxFileSize, 10, 64); err != nil {
 		return nil, fmt.Errorf("FILEMILL_MAX_FILE_SIZE: %q is not a number of bytes", rc.maxFileSize)
+	}
+	if c.Domain.JobMemory, err = strconv.ParseInt(rc.jobMemory, 10, 64); err != nil || c.Domain.JobMemory < 0 {
+		return nil, fmt.Errorf("FILEMILL_JOB_MEMORY_LIMIT: %q is not a number of bytes", rc.jobMemory)
+	}
+	if rc.jobDisk != "auto" {
+		if c.Domain.JobDisk, err = strconv.ParseInt(rc.jobDisk, 10, 64); err != nil || c.Domain.JobDisk < 1 {
+			return nil, fmt.Errorf("FILEMILL_JOB_DISK_LIMIT: %q is neither auto nor a positive number of bytes", rc.jobDisk)
+		}
+	}
+	if c.Domain.JobDiskMax, err = strconv.ParseInt(rc.jobDiskMax, 10, 64); err != nil || c.Domain.JobDiskMax < 0 {
+		return nil, fmt.Errorf("FILEMILL_JOB_DISK_LIMIT_MAX: %q is not a number of bytes", rc.jobDiskMax)
 	}
 	if c.Domain.HashWindow, err = strconv.ParseInt(rc.hashWindow, 10, 64); err != nil {
 		return nil, fmt.Errorf("FILEMILL_HASH_WINDOW: %q is not a number of bytes", rc.hashWindow)

@@ -47,3 +47,22 @@ func TestMetricsAddress(t *testing.T) {
 		require.Equal(t, "127.0.0.1:9999", cfg.MetricsAddr, "a flag wins over the variable")
 	})
 }
+
+// TestJobLimits: the per-job bounds are read from their variables; auto derives the
+// scratch bound from each job's input.
+func TestJobLimits(t *testing.T) {
+	cfg, err := loadConfig(&rawConfig{})
+	require.NoError(t, err)
+	require.EqualValues(t, 2<<30, cfg.Domain.JobMemory)
+	require.Zero(t, cfg.Domain.JobDisk, "auto")
+	require.EqualValues(t, 20<<30, cfg.Domain.JobDiskMax)
+	t.Setenv("FILEMILL_JOB_MEMORY_LIMIT", "536870912")
+	t.Setenv("FILEMILL_JOB_DISK_LIMIT", "1073741824")
+	cfg, err = loadConfig(&rawConfig{})
+	require.NoError(t, err)
+	require.EqualValues(t, 512<<20, cfg.Domain.JobMemory)
+	require.EqualValues(t, 1<<30, cfg.Domain.JobDisk)
+	t.Setenv("FILEMILL_JOB_DISK_LIMIT", "lots")
+	_, err = loadConfig(&rawConfig{})
+	require.ErrorContains(t, err, "FILEMILL_JOB_DISK_LIMIT")
+}

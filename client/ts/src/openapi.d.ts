@@ -771,10 +771,10 @@ export interface components {
         /** @enum {string} */
         SubscribableEvent: "job.succeeded" | "job.failed" | "job.cancelled" | "file.ready" | "file.rejected" | "file.deleted" | "file.expired";
         /**
-         * @description Every code of the contract (interface.md section 7) plus `not_implemented` and `request_timeout`.
+         * @description Every code of the contract (interface.md section 7) plus `not_implemented`, `request_timeout` and `resource_limit_exceeded`. `resource_limit_exceeded` is only ever a failed job's code (`error.code` of a job or batch item), never an answer's: the job's engine needed more memory or scratch disk than one job may use; its message names which (`limit: memory` or `limit: disk`) and the bound in bytes. It is not retried, and the reservation is released as for any failed job.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unsupported_file" | "file_too_large" | "corrupted_file" | "encrypted_file" | "unsupported_operation" | "missing_credentials" | "invalid_api_key" | "expired_api_key" | "revoked_api_key" | "api_key_in_query" | "payment_required" | "insufficient_scope" | "ip_not_allowed" | "operation_not_allowed" | "environment_mismatch" | "organization_suspended" | "forbidden" | "key_restricted" | "not_found" | "idempotency_conflict" | "upload_session_consumed" | "conflict" | "payload_too_large" | "malware_detected" | "policy_violation" | "validation_failed" | "output_validation_failed" | "unsupported_input" | "key_spend_limit" | "rate_limited" | "concurrency_limit" | "credits_exhausted" | "anonymous_daily_limit" | "internal_error" | "processing_unavailable" | "dependency_unavailable" | "timeout" | "not_implemented" | "request_timeout";
+        ErrorCode: "invalid_request" | "unsupported_file" | "file_too_large" | "corrupted_file" | "encrypted_file" | "unsupported_operation" | "missing_credentials" | "invalid_api_key" | "expired_api_key" | "revoked_api_key" | "api_key_in_query" | "payment_required" | "insufficient_scope" | "ip_not_allowed" | "operation_not_allowed" | "environment_mismatch" | "organization_suspended" | "forbidden" | "key_restricted" | "not_found" | "idempotency_conflict" | "upload_session_consumed" | "conflict" | "payload_too_large" | "malware_detected" | "policy_violation" | "validation_failed" | "output_validation_failed" | "unsupported_input" | "key_spend_limit" | "rate_limited" | "concurrency_limit" | "credits_exhausted" | "anonymous_daily_limit" | "internal_error" | "processing_unavailable" | "dependency_unavailable" | "timeout" | "resource_limit_exceeded" | "not_implemented" | "request_timeout";
         /** @description The one shape of every non-2xx answer of /v1. */
         Error: {
             error: {
@@ -850,7 +850,7 @@ export interface components {
         Error422: components["schemas"]["Error"] & {
             error?: {
                 /** @enum {unknown} */
-                code?: "malware_detected" | "policy_violation" | "validation_failed" | "output_validation_failed" | "unsupported_input";
+                code?: "malware_detected" | "policy_violation" | "validation_failed" | "output_validation_failed" | "unsupported_input" | "resource_limit_exceeded";
             };
         } & unknown;
         Error429: components["schemas"]["Error"] & {

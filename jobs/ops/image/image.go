@@ -236,7 +236,8 @@ func ptr[T any](v T) *T { return &v }
 // Errors: invalid_request (options), unsupported_input (not an image format it reads,
 // or over a limit: pixels, frames, output size), encrypted_file (a password-protected
 // PDF), corrupted_file (the image cannot be decoded), output_validation_failed (the
-// output does not read back as expected); ctx's error when it ends first.
+// output does not read back as expected), resource_limit_exceeded (libvips' memory grew
+// past in.Limits.Memory); ctx's error when it ends first.
 func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	defer runtime.UnlockOSThread()
 	defer threadDone()
 
-	p := newPipeline()
+	p := newPipeline(in.Limits.Memory)
 	defer p.close()
 	stop := context.AfterFunc(ctx, p.kill)
 	defer stop()
@@ -262,6 +263,9 @@ func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.Engine
 	c := &conversion{ctx: ctx, e: e, p: p, in: in, opts: opts}
 	out, err := c.run()
 	if err != nil {
+		if p.overMemory() {
+			return nil, domain.ResourceLimit(domain.LimitMemory, in.Limits.Memory)
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("image: %w", ctxErr)
 		}

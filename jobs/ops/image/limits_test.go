@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	goimage "image"
 	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -296,4 +297,46 @@ func TestPresetSteps(t *testing.T) {
 		tiny := runSteps(t, "me.png", encPNG(t, photo(100, 80, 2)), imageop.AvatarPresetSteps())
 		require.Equal(t, [2]int{512, 512}, dims(decode(t, tiny[0].data)), "avatars have fixed sizes")
 	})
+}
+
+// A conversion whose libvips memory grows past its bound stops at its next tile and
+// fails resource_limit_exceeded, leaving nothing behind; the same conversion without
+// the bound succeeds. 4000×4000 pixels shrunk to 3000 wide hold more than 1 MiB of
+// line and tile buffers at once.
+func TestMemoryBoundStopsConversion(t *testing.T) {
+	e := engine(t)
+	src := flatPNG(t, 4000, 4000)
+	run := func(bound int64) error {
+		dir := t.TempDir()
+		in := filepath.Join(dir, "input")
+		require.NoError(t, os.WriteFile(in, src, 0o600))
+		work := filepath.Join(dir, "work")
+		require.NoError(t, os.Mkdir(work, 0o700))
+		o, err := domain.DecodeOptions(imageop.Specs(), imageop.OperationConvert, []byte(`{"format":"png","width":3000,"effort":0}`))
+		require.NoError(t, err)
+		_, err = e.Run(context.Background(), domain.EngineInput{Operation: "image.convert", Options: o, Path: in,
+			Filename: "big.png", Format: domain.Detect(src[:64]), ByteSize: int64(len(src)), WorkDir: work,
+			Limits: domain.JobLimits{Memory: bound}})
+		if err != nil {
+			entries, _ := os.ReadDir(work)
+			require.Empty(t, entries, "a failed conversion leaves nothing in the work dir")
+		}
+		return err
+	}
+	err := run(1 << 20)
+	require.Equal(t, domain.CodeResourceLimitExceeded, domain.ErrorCode(err), "%v", err)
+	require.Contains(t, err.Error(), "limit: memory")
+	require.NoError(t, run(0))
+	require.NoError(t, run(1<<30), "a bound far above what it needs changes nothing")
+}
+
+func flatPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := goimage.NewNRGBA(goimage.Rect(0, 0, w, h))
+	for i := 0; i < len(img.Pix); i += 4 {
+		copy(img.Pix[i:], []byte{200, 120, 40, 255})
+	}
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	return buf.Bytes()
 }

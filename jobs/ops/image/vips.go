@@ -85,19 +85,28 @@ func readHeaderFile(pathOpts string) (header, error) {
 }
 
 // pipeline owns the images of one conversion: it releases them all at the end, and
-// kills their evaluation when the job's context ends. libvips stops between tiles:
-// the kill is seen at the next tile any thread computes, so a conversion stops within
-// one tile's work of being killed.
+// kills their evaluation when the job's context ends or libvips' memory grew past the
+// job's bound. libvips stops between tiles: the kill is seen at the next tile any
+// thread computes, so a conversion stops within one tile's work of being killed.
 type pipeline struct {
 	mu      sync.Mutex
 	images  []*C.VipsImage
 	watched []*C.VipsImage
 	killed  bool
-	flag    *C.int // read by libvips' threads: set once, freed by close
+	budget  *C.FmBudget // read by libvips' threads: killed once, freed by close
 }
 
-func newPipeline() *pipeline {
-	return &pipeline{flag: C.fm_flag_new()}
+// newPipeline starts a conversion whose libvips memory may grow by at most memMax
+// bytes (0: no bound).
+func newPipeline(memMax int64) *pipeline {
+	return &pipeline{budget: C.fm_budget_new(C.size_t(max(memMax, 0)))}
+}
+
+// overMemory reports whether the conversion was stopped for its memory bound.
+func (p *pipeline) overMemory() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.budget != nil && C.fm_budget_over(p.budget) != 0
 }
 
 func (p *pipeline) keep(im *C.VipsImage) *C.VipsImage {
@@ -116,7 +125,7 @@ func (p *pipeline) keep(im *C.VipsImage) *C.VipsImage {
 func (p *pipeline) watch(im vimg) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	C.fm_watch(im, p.flag)
+	C.fm_watch_budget(im, p.budget)
 	p.watched = append(p.watched, im)
 }
 
@@ -125,11 +134,11 @@ func (p *pipeline) watch(im vimg) {
 func (p *pipeline) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.flag == nil {
+	if p.budget == nil {
 		return // closed: the context ended as the conversion did
 	}
 	p.killed = true
-	C.fm_flag_set(p.flag)
+	C.fm_budget_kill(p.budget)
 	for _, im := range p.images {
 		C.fm_set_kill(im)
 	}
@@ -139,14 +148,14 @@ func (p *pipeline) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, im := range p.watched {
-		C.fm_unwatch(im, p.flag)
+		C.fm_unwatch_budget(im, p.budget)
 	}
 	for _, im := range p.images {
 		C.g_object_unref(C.gpointer(im))
 	}
 	p.images, p.watched = nil, nil
-	C.fm_flag_free(p.flag)
-	p.flag = nil
+	C.fm_budget_free(p.budget)
+	p.budget = nil
 }
 
 // vimg is an image of a pipeline.
@@ -189,7 +198,12 @@ func (p *pipeline) fromPixels(pix []byte, w, h, nbands int) (vimg, error) {
 	return p.result(out, C.fm_from_memory(unsafe.Pointer(&pix[0]), C.size_t(len(pix)), C.int(w), C.int(h), C.int(nbands), &out))
 }
 
+// copyMemory makes in whole in memory, once its pixels are known to fit the memory
+// bound.
 func (p *pipeline) copyMemory(in vimg) (vimg, error) {
+	if C.fm_budget_admit(p.budget, in) != 0 {
+		return nil, vipsError()
+	}
 	var out vimg
 	return p.result(out, C.fm_copy_memory(in, &out))
 }

@@ -373,12 +373,18 @@ func (c *conversion) toText(ctx context.Context) (*domain.EngineOutput, error) {
 		} else if err := c.e.checkPDF(ctx, pdf); err != nil {
 			return nil, err
 		}
+		lim := runner.Limits{Memory: 2 << 30, CPUTime: c.e.cfg.Timeout, FileSize: c.in.Limits.Disk}
+		if m := c.in.Limits.Memory; m > 0 {
+			lim.Memory = min(lim.Memory, m)
+		}
 		if err := runner.Run(ctx, runner.Cmd{
-			Path: c.e.cfg.PDFToText, Args: []string{"-enc", "UTF-8", "-layout", pdf, out},
-			Limits: runner.Limits{Memory: 2 << 30, CPUTime: c.e.cfg.Timeout},
+			Path: c.e.cfg.PDFToText, Args: []string{"-enc", "UTF-8", "-layout", pdf, out}, Limits: lim,
 		}); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if le := runner.LimitError(err, lim); le != nil {
+				return nil, le
 			}
 			return nil, domain.Errorf(domain.CodeCorruptedFile, "the document's text cannot be read")
 		}

@@ -172,7 +172,8 @@ const (
 // Render rasterises page n (1-based) on white, annotations included.
 //
 // Errors: invalid_request (no such page), unsupported_input (the bitmap would exceed
-// MaxPixels or the instance's memory), corrupted_file, ctx's error.
+// MaxPixels), resource_limit_exceeded (it does not fit the instance's memory),
+// corrupted_file, ctx's error.
 func (d *Document) Render(ctx context.Context, n int, o RenderOptions) (*Bitmap, error) {
 	var out *Bitmap
 	err := d.renderView(ctx, n, o, func(view vips.Pixels) error {
@@ -208,7 +209,7 @@ func (d *Document) renderView(ctx context.Context, n int, o RenderOptions, use f
 		return err
 	}
 	if bm == 0 {
-		return unsupported("page %d at %d×%d pixels needs more memory than this service allows", n, w, h)
+		return d.pool.outOfMemory()
 	}
 	defer func() {
 		if !in.dead {
@@ -263,7 +264,7 @@ func (pg *page) renderProgressively(ctx context.Context, bm uint64, w, h int, fl
 		return err
 	}
 	if pause == 0 {
-		return unsupported("the page needs more memory than this service allows")
+		return pg.d.pool.outOfMemory()
 	}
 	defer in.free(uint32(pause))
 	status, err := in.callInt(ctx, "FPDF_RenderPageBitmap_Start", bm, pg.handle, 0, 0, uint64(w), uint64(h), 0, flags, pause)

@@ -178,7 +178,7 @@ func imageBytes(ctx context.Context, in *instance, image uint64) ([]byte, error)
 		return nil, err
 	}
 	if buf == 0 {
-		return nil, unsupported("the page's image is larger than this service's memory allows")
+		return nil, in.pool.outOfMemory()
 	}
 	defer in.free(uint32(buf))
 	if _, err := in.call(ctx, "FPDFImageObj_GetImageDataRaw", image, buf, uint64(n)); err != nil {
@@ -199,7 +199,7 @@ func imageBitmap(ctx context.Context, in *instance, image uint64) (*Bitmap, erro
 		return nil, err
 	}
 	if bm == 0 {
-		return nil, unsupported("the page's image cannot be decoded within this service's memory")
+		return nil, in.pool.outOfMemory()
 	}
 	defer func() {
 		if !in.dead {

@@ -122,7 +122,7 @@ func (in *instance) alloc(ctx context.Context, data []byte) (uint32, error) {
 		return 0, err
 	}
 	if r == 0 {
-		return 0, unsupported("the PDF is larger than this service's rendering memory allows")
+		return 0, in.pool.outOfMemory()
 	}
 	buf := append(append(make([]byte, 0, len(data)+1), data...), 0)
 	if !in.mod.Memory().Write(uint32(r), buf) {

@@ -25,8 +25,9 @@ type Config struct {
 	// Instances is how many PDFium instances run at once (each uses one core while it
 	// renders); default GOMAXPROCS.
 	Instances int
-	// MaxMemoryBytes caps one instance's memory; a document needing more fails with
-	// unsupported_input. Default 1 GiB.
+	// MaxMemoryBytes caps one instance's memory, and so one job's in PDFium: a bitmap
+	// or buffer that does not fit fails resource_limit_exceeded (a trap deep inside
+	// PDFium, unsupported_input). Default 1 GiB.
 	MaxMemoryBytes int64
 	// RecycleBytes: an instance whose memory grew past this is replaced when released,
 	// so one huge document does not pin its memory for ever. Default 256 MiB.
@@ -277,6 +278,13 @@ func moduleOf(pi gopdfium.Pdfium) (api.Module, error) {
 }
 
 // unsupported is the error for a document beyond a configured limit.
+// outOfMemory is the failure of a document that needs more than an instance's memory
+// (MaxMemoryBytes): an instance serves one document at a time, so its ceiling is the
+// job's memory bound in PDFium.
+func (p *Pool) outOfMemory() error {
+	return domain.ResourceLimit(domain.LimitMemory, p.cfg.MaxMemoryBytes)
+}
+
 func unsupported(format string, args ...any) error {
 	return &domain.Error{Code: domain.CodeUnsupportedInput, Message: fmt.Sprintf(format, args...)}
 }

@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/filemill/filemill/domain"
 )
 
 // DefaultStderrTail is how many trailing bytes of a child's stderr are kept.
@@ -29,6 +32,10 @@ type Limits struct {
 	// seconds, rounded up): past it the process gets SIGXCPU, a second later SIGKILL.
 	// 0 sets no limit.
 	CPUTime time.Duration
+	// FileSize caps each file the child writes, in bytes (RLIMIT_FSIZE): a write past
+	// it fails, and the child gets SIGXFSZ, which ends it unless it handles the signal
+	// (ExitError.FileTooLarge). 0 sets no limit.
+	FileSize int64
 }
 
 // Cmd is one external program to run.
@@ -54,6 +61,39 @@ type ExitError struct {
 	Code    int    // -1 when killed by a signal
 	Signal  string // the signal's name when killed by one
 	Stderr  string
+}
+
+// LimitError returns the resource_limit_exceeded error of a child that l stopped: one
+// ended for writing past l.FileSize (disk), or one that ran out of memory under
+// l.Memory. nil for any other outcome.
+func LimitError(err error, l Limits) error {
+	var xe *ExitError
+	switch {
+	case !errors.As(err, &xe):
+		return nil
+	case l.FileSize > 0 && xe.FileTooLarge():
+		return domain.ResourceLimit(domain.LimitDisk, l.FileSize)
+	case l.Memory > 0 && xe.OutOfMemory():
+		return domain.ResourceLimit(domain.LimitMemory, l.Memory)
+	}
+	return nil
+}
+
+// FileTooLarge reports whether the child was ended for writing past Limits.FileSize.
+func (e *ExitError) FileTooLarge() bool { return e.Signal == "SIGXFSZ" }
+
+// OutOfMemory reports whether the child says it ran out of memory: under Limits.Memory
+// an allocation fails inside the child, which then ends in its own words (C++'s
+// std::bad_alloc, glib's and poppler's "out of memory", Python's MemoryError). A child
+// that dies without a word about it is not recognised.
+func (e *ExitError) OutOfMemory() bool {
+	s := strings.ToLower(e.Stderr)
+	for _, w := range []string{"bad_alloc", "out of memory", "cannot allocate memory", "memoryerror", "failed to allocate"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *ExitError) Error() string {
@@ -294,6 +334,9 @@ func (l Limits) flags() []string {
 	if s := l.cpuSeconds(); s > 0 {
 		f = append(f, fmt.Sprintf("--cpu=%d:%d", s, s+1))
 	}
+	if l.FileSize > 0 {
+		f = append(f, fmt.Sprintf("--fsize=%d:%d", l.FileSize, l.FileSize))
+	}
 	return f
 }
 
@@ -314,6 +357,12 @@ func (l Limits) apply(pid int) error {
 	if s := l.cpuSeconds(); s > 0 {
 		r := unix.Rlimit{Cur: s, Max: s + 1}
 		if err := unix.Prlimit(pid, unix.RLIMIT_CPU, &r, nil); err != nil {
+			return err
+		}
+	}
+	if l.FileSize > 0 {
+		r := unix.Rlimit{Cur: uint64(l.FileSize), Max: uint64(l.FileSize)}
+		if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &r, nil); err != nil {
 			return err
 		}
 	}

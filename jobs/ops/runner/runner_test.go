@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/runner"
 )
 
@@ -146,6 +147,34 @@ func TestMemoryLimitStopsAChildThatAllocatesTooMuch(t *testing.T) {
 	var xe *runner.ExitError
 	require.ErrorAs(t, err, &xe, "400 MiB does not fit under 200 MiB")
 	require.Contains(t, xe.Stderr, "MemoryError")
+	require.True(t, xe.OutOfMemory(), "the child's own words say memory ran out")
+	le := domain.AsError(runner.LimitError(err, runner.Limits{Memory: 200 << 20}))
+	require.Equal(t, map[string]any{"limit": domain.LimitMemory, "bound_bytes": int64(200 << 20)}, le.Details)
+}
+
+// A child writing past Limits.FileSize is ended by SIGXFSZ and leaves no more than the
+// limit on disk.
+func TestFileSizeLimitStopsAChildThatWritesTooMuch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	err := runner.Run(context.Background(), runner.Cmd{
+		Path: "head", Args: []string{"-c", "10000000", "/dev/zero"}, Stdout: nil,
+		Limits: runner.Limits{FileSize: 1 << 20},
+	})
+	require.NoError(t, err, "stdout discarded: nothing written to a file")
+	err = runner.Run(context.Background(), runner.Cmd{
+		Path: "dd", Args: []string{"if=/dev/zero", "of=" + out, "bs=65536", "count=160"},
+		Limits: runner.Limits{FileSize: 1 << 20},
+	})
+	var xe *runner.ExitError
+	require.ErrorAs(t, err, &xe)
+	require.True(t, xe.FileTooLarge(), "%v", err)
+	require.Equal(t, domain.CodeResourceLimitExceeded, domain.ErrorCode(runner.LimitError(err, runner.Limits{FileSize: 1 << 20})))
+	require.Nil(t, runner.LimitError(err, runner.Limits{}), "no file size limit: not a resource limit")
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	require.LessOrEqual(t, st.Size(), int64(1<<20))
 }
 
 func TestCPULimitStopsASpinningChild(t *testing.T) {

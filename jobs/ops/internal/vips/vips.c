@@ -278,16 +278,8 @@ void fm_set_kill(VipsImage *im) {
 }
 
 // A stop flag, set from Go when the job's context ends and read on libvips' threads.
-int *fm_flag_new(void) {
-	return g_new0(int, 1);
-}
-
 void fm_flag_set(int *flag) {
 	__atomic_store_n(flag, 1, __ATOMIC_RELEASE);
-}
-
-void fm_flag_free(int *flag) {
-	g_free(flag);
 }
 
 // libvips emits "eval" on an image watched for progress as each tile of a pipeline
@@ -310,6 +302,63 @@ void fm_watch(VipsImage *im, int *flag) {
 // the image may live on (libvips' operation cache).
 void fm_unwatch(VipsImage *im, int *flag) {
 	g_signal_handlers_disconnect_matched(im, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, flag);
+}
+
+// A budget's memory is libvips' tracked memory, process-wide: with several conversions
+// at once, one sees the others' growth too, and the bound is on them together.
+static int fm_budget_exceeded(FmBudget *b, size_t more) {
+	if (!b->mem_max)
+		return 0;
+	size_t mem = vips_tracked_get_mem();
+	if (mem + more <= b->mem_base || mem + more - b->mem_base <= b->mem_max)
+		return 0;
+	__atomic_store_n(&b->over, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+FmBudget *fm_budget_new(size_t mem_max) {
+	FmBudget *b = g_new0(FmBudget, 1);
+	b->mem_max = mem_max;
+	b->mem_base = vips_tracked_get_mem();
+	return b;
+}
+
+void fm_budget_kill(FmBudget *b) {
+	__atomic_store_n(&b->kill, 1, __ATOMIC_RELEASE);
+}
+
+int fm_budget_over(FmBudget *b) {
+	return __atomic_load_n(&b->over, __ATOMIC_ACQUIRE);
+}
+
+// fm_budget_admit checks, before im is made in memory whole, that its pixels fit the
+// budget: 0 when they do; -1, with the budget marked over, when they do not.
+int fm_budget_admit(FmBudget *b, VipsImage *im) {
+	if (fm_budget_exceeded(b, VIPS_IMAGE_SIZEOF_IMAGE(im))) {
+		vips_error("filemill", "the image needs more memory than the job may use");
+		return -1;
+	}
+	return 0;
+}
+
+void fm_budget_free(FmBudget *b) {
+	g_free(b);
+}
+
+// As fm_eval, for a budget: the evaluation stops once the budget is killed or
+// libvips' memory grew past its bound.
+static void fm_eval_budget(VipsImage *im, VipsProgress *progress, FmBudget *b) {
+	if (__atomic_load_n(&b->kill, __ATOMIC_ACQUIRE) || fm_budget_exceeded(b, 0))
+		vips_image_set_kill(im, TRUE);
+}
+
+void fm_watch_budget(VipsImage *im, FmBudget *b) {
+	vips_image_set_progress(im, TRUE);
+	g_signal_connect(im, "eval", G_CALLBACK(fm_eval_budget), b);
+}
+
+void fm_unwatch_budget(VipsImage *im, FmBudget *b) {
+	g_signal_handlers_disconnect_matched(im, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, b);
 }
 
 // fm_error returns and clears libvips' error buffer; the caller frees it.

@@ -56,10 +56,26 @@ int fm_save(VipsImage *in, const char *path, const FmSave *o);
 int fm_verify(const char *path_opts, FmHeader *h);
 int fm_verify_webp(const void *data, size_t len, int *width, int *height);
 
+/* A conversion's stop flag and memory bound, read on libvips' threads (fm_watch_budget).
+ * mem_max bounds the growth of libvips' tracked memory (every pixel buffer, cache and
+ * memory image) over mem_base, its size when the conversion started; 0 sets no bound. */
+typedef struct {
+	int kill;
+	int over;
+	size_t mem_base;
+	size_t mem_max;
+} FmBudget;
+
+FmBudget *fm_budget_new(size_t mem_max);
+void fm_budget_kill(FmBudget *b);
+int fm_budget_over(FmBudget *b);
+int fm_budget_admit(FmBudget *b, VipsImage *im);
+void fm_budget_free(FmBudget *b);
+void fm_watch_budget(VipsImage *im, FmBudget *b);
+void fm_unwatch_budget(VipsImage *im, FmBudget *b);
+
 void fm_set_kill(VipsImage *im);
-int *fm_flag_new(void);
 void fm_flag_set(int *flag);
-void fm_flag_free(int *flag);
 void fm_watch(VipsImage *im, int *flag);
 void fm_unwatch(VipsImage *im, int *flag);
 char *fm_error(void);
