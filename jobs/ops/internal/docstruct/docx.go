@@ -1,6 +1,7 @@
 package docstruct
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -914,4 +915,47 @@ func mergePages(a, b []int) []int {
 		}
 	}
 	return a
+}
+
+// PagedDOCX reports whether ReadDOCX gives the DOCX at path its pages from the breaks
+// it saved (PageSourceHints). A document without a rendered page break (as every
+// DOCX LibreOffice saves) is told by a scan of its body's bytes, unread.
+func PagedDOCX(path string, lim zipparts.Limits) bool {
+	c, err := zipparts.Open(path, lim)
+	if err != nil {
+		return false
+	}
+	rendered := false
+	if c.Has("word/document.xml") && appPages(c) > 0 {
+		rendered = partContains(c, "word/document.xml", []byte("lastRenderedPageBreak"))
+	}
+	c.Close()
+	if !rendered {
+		return false
+	}
+	d, err := ReadDOCX(path, lim)
+	return err == nil && d.PageSource == PageSourceHints
+}
+
+// partContains reports whether the part's bytes hold s.
+func partContains(c *zipparts.Container, part string, s []byte) bool {
+	rc, err := c.Open(part)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	buf := make([]byte, 64<<10)
+	keep := 0 // bytes of the last read kept for a match across reads
+	for {
+		n, err := io.ReadFull(rc, buf[keep:])
+		if bytes.Contains(buf[:keep+n], s) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		end := keep + n
+		keep = min(len(s)-1, end)
+		copy(buf, buf[end-keep:end])
+	}
 }

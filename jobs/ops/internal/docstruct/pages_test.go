@@ -3,6 +3,7 @@ package docstruct
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/filemill/filemill/jobs/ops/internal/zipparts"
@@ -89,6 +90,23 @@ func TestPagesNotFromBreaksThatDisagree(t *testing.T) {
 			if b.Pages != nil {
 				t.Errorf("%s: %q on %v", c.name, b.Text, b.Pages)
 			}
+		}
+	}
+}
+
+// PagedDOCX agrees with ReadDOCX, a break found across the reads of a long body.
+func TestPagedDOCX(t *testing.T) {
+	long := strings.Repeat(para("filler text"), 20000)
+	body := long + `<w:p><w:r><w:lastRenderedPageBreak/><w:t>Two</w:t></w:r></w:p>`
+	if !PagedDOCX(hinted(t, body, 2), zipparts.DefaultLimits()) {
+		t.Error("a DOCX with as many rendered breaks as pages is paged by them")
+	}
+	for _, c := range []struct {
+		body  string
+		pages int
+	}{{body, 3}, {body, 0}, {long, 1}} {
+		if PagedDOCX(hinted(t, c.body, c.pages), zipparts.DefaultLimits()) {
+			t.Errorf("%d bytes of body, %d pages recorded: paged by its breaks", len(c.body), c.pages)
 		}
 	}
 }
