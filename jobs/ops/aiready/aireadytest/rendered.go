@@ -131,19 +131,23 @@ func withBreaks(doc string, pages []string) (string, error) {
 		if len(want) == 0 {
 			return "", fmt.Errorf("page %d has no text", n+2)
 		}
-		want = want[:min(need, len(want))]
+		// A page may begin with a list item's number, which is no text of the document:
+		// the first words found in it begin the page.
 		found := -1
-		for j := cursor; j+len(want) <= len(toks) && found < 0; j++ {
-			ok := true
-			for k, w := range want {
-				ok = ok && toks[j+k] == w
-			}
-			if ok {
-				found = j
+		for skip := 0; skip <= 3 && skip < len(want) && found < 0; skip++ {
+			w := want[skip:min(skip+need, len(want))]
+			for j := cursor; j+len(w) <= len(toks) && found < 0; j++ {
+				ok := true
+				for k, t := range w {
+					ok = ok && toks[j+k] == t
+				}
+				if ok {
+					found = j
+				}
 			}
 		}
 		if found < 0 {
-			return "", fmt.Errorf("the start of page %d (%q) is not in the document's text", n+2, strings.Join(want, " "))
+			return "", fmt.Errorf("the start of page %d (%q) is not in the document's text", n+2, strings.Join(want[:min(need, len(want))], " "))
 		}
 		splits[where[found].elem] = append(splits[where[found].elem], where[found].off)
 		cursor = found + 1
