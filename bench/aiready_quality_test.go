@@ -162,8 +162,8 @@ func BenchmarkAIReadyQuality(b *testing.B) {
 	}
 }
 
-// BenchmarkAIReadyNative: the ai-ready preset on a 5-page DOCX (headings, lists and a
-// table a page) as Word saves it: LibreOffice makes it from HTML and the benchmark adds
+// BenchmarkAIReadyNative: the ai-ready preset on a 5-page DOCX (headings, lists and
+// tables) as Word saves it: LibreOffice makes it from HTML and the benchmark adds
 // the rendered page breaks Word writes (w:lastRenderedPageBreak where each page of
 // LibreOffice's layout begins, docProps/app.xml's page count), so its pages are known
 // without a layout. Side by side, two clients each, a closed loop, docs/s:
@@ -185,8 +185,9 @@ func BenchmarkAIReadyQuality(b *testing.B) {
 func BenchmarkAIReadyNative(b *testing.B) {
 	docs := envInt("BENCH_DOCS", 40)
 	dir := b.TempDir()
+	// Six generated sources lay out on five pages.
 	src := &aireadytest.Source{Name: "five"}
-	for p := range 5 {
+	for p := range 6 {
 		s := aireadytest.TextSource(700+p, []string{"ruled", "borderless", "merged"}[p%3])
 		src.Elements = append(src.Elements, s.Elements...)
 	}

@@ -67,7 +67,7 @@ func ReadDOCX(path string, lim zipparts.Limits) (*Document, error) {
 		}
 	}
 	doc := &Document{Blocks: out}
-	if n := r.pg.count(); r.pg.rendered > 0 && n > 0 && appPages(c) == n {
+	if n := r.hinted(c); n > 0 {
 		doc.Pages, doc.PageSource = n, PageSourceHints
 	} else {
 		for _, b := range out {
@@ -75,6 +75,15 @@ func ReadDOCX(path string, lim zipparts.Limits) (*Document, error) {
 		}
 	}
 	return doc, nil
+}
+
+// hinted is the page count the body read tells by its saved breaks, when there are
+// rendered ones and they agree with the count the file records; else 0.
+func (r *docxReader) hinted(c *zipparts.Container) int {
+	if n := r.pg.count(); r.pg.rendered > 0 && n > 0 && appPages(c) == n {
+		return n
+	}
+	return 0
 }
 
 // pager follows the pages of a document body as the file's page breaks tell them:
@@ -925,16 +934,26 @@ func PagedDOCX(path string, lim zipparts.Limits) bool {
 	if err != nil {
 		return false
 	}
+	defer c.Close()
 	rendered := false
 	if c.Has("word/document.xml") && appPages(c) > 0 {
 		rendered = partContains(c, "word/document.xml", []byte("lastRenderedPageBreak"))
 	}
-	c.Close()
 	if !rendered {
 		return false
 	}
-	d, err := ReadDOCX(path, lim)
-	return err == nil && d.PageSource == PageSourceHints
+	// The body alone tells the pages: styles, numbering and notes are not read.
+	r := &docxReader{styles: map[string]*docxStyle{}, nums: map[string]*docxNum{}, counters: map[string][]int{}, noteLabel: map[string]string{},
+		notePage: map[string]int{}, pg: pager{page: 1}}
+	rc, err := c.Open("word/document.xml")
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	if _, err := r.body(xml.NewDecoder(rc)); err != nil {
+		return false
+	}
+	return r.hinted(c) > 0
 }
 
 // partContains reports whether the part's bytes hold s.
