@@ -162,19 +162,32 @@ func BenchmarkAIReadyQuality(b *testing.B) {
 	}
 }
 
-// BenchmarkAIReadyNative: the ai-ready preset on a 5-page DOCX (headings, lists and a
-// table a page) with its two steps as the worker runs them: convert → PDF on the
-// warm LibreOffice pool (2 instances), then ai.extract reading the DOCX's own
-// structure and locating it on the PDF; side by side, ai.extract alone on the same
-// files and on the HTML the DOCX was made from. Two clients, a closed loop; docs/s.
-// Goal: ≥ 50 documents/s. BENCH_DOCS sets the documents a side (default 40).
+// BenchmarkAIReadyNative: the ai-ready preset on a 5-page DOCX (headings, lists and
+// tables) as Word saves it: LibreOffice makes it from HTML and the benchmark adds
+// the rendered page breaks Word writes (w:lastRenderedPageBreak where each page of
+// LibreOffice's layout begins, docProps/app.xml's page count), so its pages are known
+// without a layout. Side by side, two clients each, a closed loop, docs/s:
+//   - preset: the preset's steps as the worker runs them: the convert step left out
+//     (the DOCX carries its pages), ai.extract reading the DOCX alone;
+//   - convert+extract: the same DOCX with the convert step run on the warm
+//     LibreOffice pool (2 instances) and ai.extract locating the elements on its PDF:
+//     what the preset did before, and still does for a DOCX without rendered breaks;
+//   - preset-libreoffice-docx: the preset on the DOCX as LibreOffice saved it (no
+//     rendered breaks: converted);
+//   - extract-docx+pdf, extract-docx-only, extract-html: ai.extract alone on the
+//     hinted DOCX with its PDF, on the DOCX as LibreOffice saved it (no pages), and
+//     on the HTML it was made from.
+//
+// Goal: ≥ 50 documents/s for the preset. BENCH_DOCS sets the documents a side
+// (default 40).
 //
 //	go test -run '^$' -bench BenchmarkAIReadyNative -benchtime 1x ./bench/
 func BenchmarkAIReadyNative(b *testing.B) {
 	docs := envInt("BENCH_DOCS", 40)
 	dir := b.TempDir()
+	// Six generated sources lay out on five pages.
 	src := &aireadytest.Source{Name: "five"}
-	for p := range 5 {
+	for p := range 6 {
 		s := aireadytest.TextSource(700+p, []string{"ruled", "borderless", "merged"}[p%3])
 		src.Elements = append(src.Elements, s.Elements...)
 	}
@@ -183,11 +196,12 @@ func BenchmarkAIReadyNative(b *testing.B) {
 		b.Fatal(err)
 	}
 	aireadytest.Convert(b, dir, dir, "HTML (StarWriter)", "docx:MS Word 2007 XML", html)
-	aireadytest.Convert(b, dir, dir, "HTML (StarWriter)", "pdf:writer_pdf_Export", html)
-	docx, pdf := filepath.Join(dir, "five.docx"), filepath.Join(dir, "five.pdf")
-	raw, err := os.ReadFile(docx)
-	if err != nil {
-		b.Fatal(err)
+	lodocx, pdf := filepath.Join(dir, "five.docx"), filepath.Join(dir, "five.pdf")
+	// The PDF the convert step makes: LibreOffice's layout of the DOCX.
+	aireadytest.Convert(b, dir, dir, "", "pdf:writer_pdf_Export", lodocx)
+	docx := filepath.Join(dir, "word.docx")
+	if n := aireadytest.AddRenderedBreaks(b, lodocx, pdf, docx); n != 5 {
+		b.Fatalf("the benchmark's DOCX has %d pages, want 5", n)
 	}
 	ai := newAIEngine(b)
 	oc := office.DefaultConfig()
@@ -209,27 +223,46 @@ func BenchmarkAIReadyNative(b *testing.B) {
 		}
 		return nil
 	}
-	preset := func() error {
-		w, done, err := workDir()
+	// run is the preset's two steps on file as the worker runs them: convert (unless
+	// skip allows leaving it out), then the extraction.
+	run := func(file string, skip func(domain.EngineFile) bool) func() error {
+		raw, err := os.ReadFile(file)
 		if err != nil {
-			return err
+			b.Fatal(err)
 		}
-		defer done()
-		conv := filepath.Join(w, "convert")
-		if err := os.Mkdir(conv, 0o700); err != nil {
-			return err
+		name := filepath.Base(file)
+		f := domain.EngineFile{Path: file, Filename: name, Format: domain.Detect(raw[:3072]), ByteSize: int64(len(raw))}
+		return func() error {
+			w, done, err := workDir()
+			if err != nil {
+				return err
+			}
+			defer done()
+			pdf := ""
+			if !skip(f) {
+				conv := filepath.Join(w, "convert")
+				if err := os.Mkdir(conv, 0o700); err != nil {
+					return err
+				}
+				out, err := off.Run(context.Background(), domain.EngineInput{Operation: "convert", Options: engineOptions(b, office.Specs(), "convert", `{"format":"pdf"}`),
+					Path: file, Filename: name, Format: f.Format, ByteSize: f.ByteSize, WorkDir: conv})
+				if err != nil {
+					return err
+				}
+				pdf = out.Artifacts[0].Path
+			}
+			md, err := extractFile(ai, file, pdf, w, `{}`)
+			if err != nil {
+				return err
+			}
+			if err := checkPages(filepath.Join(w, aiready.ChunksName), pdf == ""); err != nil {
+				return err
+			}
+			return check(md)
 		}
-		out, err := off.Run(context.Background(), domain.EngineInput{Operation: "convert", Options: engineOptions(b, office.Specs(), "convert", `{"format":"pdf"}`),
-			Path: docx, Filename: "five.docx", Format: domain.Detect(raw[:3072]), ByteSize: int64(len(raw)), WorkDir: conv})
-		if err != nil {
-			return err
-		}
-		md, err := extractFile(ai, docx, out.Artifacts[0].Path, w, `{}`)
-		if err != nil {
-			return err
-		}
-		return check(md)
 	}
+	never := func(domain.EngineFile) bool { return false }
+	preset := run(docx, aiready.PagedByItself)
 	extractOnly := func(file, pdf string) func() error {
 		return func() error {
 			w, done, err := workDir()
@@ -268,10 +301,16 @@ func BenchmarkAIReadyNative(b *testing.B) {
 		return float64(docs) / time.Since(start).Seconds()
 	}
 	for range b.N {
-		// Warm-up: every LibreOffice and PDFium instance started, the structure checked.
+		// Warm-up: every LibreOffice and PDFium instance started, the structure and the
+		// path checked (the hinted DOCX is not converted, the other one is).
+		if aiready.PagedByItself(domain.EngineFile{Path: lodocx, Filename: "five.docx", Format: domain.Format{Extension: "docx"}}) {
+			b.Fatal("the DOCX LibreOffice saved would not be converted")
+		}
 		for range 2 {
-			if err := preset(); err != nil {
-				b.Fatal(err)
+			for _, fn := range []func() error{preset, run(docx, never)} {
+				if err := fn(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 		// CPU time per document holds on a busy machine, where wall-clock rates do not
@@ -280,8 +319,10 @@ func BenchmarkAIReadyNative(b *testing.B) {
 			name string
 			fn   func() error
 		}{
-			{"preset", preset}, {"extract-docx+pdf", extractOnly(docx, pdf)},
-			{"extract-docx-only", extractOnly(docx, "")}, {"extract-html", extractOnly(html, "")},
+			{"preset", preset}, {"convert+extract", run(docx, never)},
+			{"preset-libreoffice-docx", run(lodocx, aiready.PagedByItself)},
+			{"extract-docx+pdf", extractOnly(docx, pdf)},
+			{"extract-docx-only", extractOnly(lodocx, "")}, {"extract-html", extractOnly(html, "")},
 		} {
 			cpu0 := cpuTime(syscall.RUSAGE_SELF)
 			rate := loop(side.fn)
@@ -291,4 +332,30 @@ func BenchmarkAIReadyNative(b *testing.B) {
 		}
 		b.ReportMetric(0, "ns/op")
 	}
+}
+
+// checkPages checks every chunk of chunks.json has its pages, from the page breaks
+// the DOCX saved (hints) or from the PDF made of it.
+func checkPages(path string, hints bool) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var f aiready.ChunksFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return err
+	}
+	want := "layout"
+	if hints {
+		want = "hints"
+	}
+	if f.Pages != 5 {
+		return fmt.Errorf("%d pages, want 5", f.Pages)
+	}
+	for _, c := range f.Chunks {
+		if len(c.Pages) == 0 || c.PageSource != want {
+			return fmt.Errorf("chunk %d: pages %v from %q, want some from %q", c.Index, c.Pages, c.PageSource, want)
+		}
+	}
+	return nil
 }

@@ -56,6 +56,11 @@ type Step struct {
 	// OutputSuffix is added to the names of the step's outputs, before their extension,
 	// so that steps making the same kind of output name theirs apart ("-256").
 	OutputSuffix string
+	// Skip, when set, is asked when the step's turn comes with the file it would
+	// read: true leaves it out, the next step reading that file instead, and it is
+	// not charged (a step only the file's content can tell is not needed: ai-ready's
+	// conversion of a DOCX that carries its own pages).
+	Skip func(EngineFile) bool
 }
 
 // OutputName is the name an output named name of the step is stored under.
@@ -86,7 +91,8 @@ type StepSpec struct {
 	When         []string
 	Intermediate bool
 	FromFile     bool
-	OutputSuffix string // see Step.OutputSuffix
+	OutputSuffix string                // see Step.OutputSuffix
+	Skip         func(EngineFile) bool // see Step.Skip
 }
 
 // Registry is every operation and preset this deployment knows, built from what the
@@ -170,7 +176,7 @@ func (r *Registry) AddPreset(s PresetSpec) error {
 			return fmt.Errorf("preset %s: step %s options: %w", s.Name, ss.Name, err)
 		}
 		p.Steps = append(p.Steps, &Step{Name: ss.Name, Operation: op, Options: canon, When: ss.When,
-			Intermediate: ss.Intermediate, FromFile: ss.FromFile, OutputSuffix: ss.OutputSuffix})
+			Intermediate: ss.Intermediate, FromFile: ss.FromFile, OutputSuffix: ss.OutputSuffix, Skip: ss.Skip})
 	}
 	for _, prop := range codec.schema.props {
 		taken := false

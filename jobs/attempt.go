@@ -106,13 +106,16 @@ func (s *Attempts) runJob(ctx context.Context, j *domain.Job, f *domain.File, di
 		if err != nil {
 			return arts, 0, err
 		}
-		work := filepath.Join(dir, fmt.Sprintf("step%d", i))
-		if err := os.Mkdir(work, 0o700); err != nil {
-			return arts, 0, scratchUnavailable(err)
-		}
 		in := cur
 		if st.FromFile {
 			in = first
+		}
+		if st.Skip != nil && st.Skip(in) {
+			continue
+		}
+		work := filepath.Join(dir, fmt.Sprintf("step%d", i))
+		if err := os.Mkdir(work, 0o700); err != nil {
+			return arts, 0, scratchUnavailable(err)
 		}
 		sha := ""
 		if in.Path == first.Path {

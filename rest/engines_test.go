@@ -185,10 +185,11 @@ func TestAIReadyPresetReadsAnOfficeDocument(t *testing.T) {
 		ChunkSize int `json:"chunk_size"`
 		MaxTokens int `json:"max_tokens"`
 		Chunks    []struct {
-			Text   string
-			Pages  []int
-			Tokens int
-			Boxes  []struct{ Page int }
+			Text       string
+			Pages      []int
+			PageSource string `json:"page_source"`
+			Tokens     int
+			Boxes      []struct{ Page int }
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(got["chunks.json"]), &chunks))
@@ -197,6 +198,7 @@ func TestAIReadyPresetReadsAnOfficeDocument(t *testing.T) {
 	require.NotEmpty(t, chunks.Chunks)
 	require.Equal(t, []int{1}, chunks.Chunks[0].Pages, "pages from the converted PDF")
 	require.NotEmpty(t, chunks.Chunks[0].Boxes)
+	require.Equal(t, "layout", chunks.Chunks[0].PageSource, "a DOCX without rendered breaks is converted")
 	require.Positive(t, chunks.Chunks[0].Tokens)
 
 	// An HTML page is read as it is: its headings and table, no conversion step.
@@ -211,6 +213,46 @@ func TestAIReadyPresetReadsAnOfficeDocument(t *testing.T) {
 			require.Equal(t, "# Tide tables\n\n| Port | High |\n| --- | --- |\n| Dover | 06:10 |\n", string(b.artifactBody(b.liveA, j, i)))
 		}
 	}
+}
+
+// A DOCX as Word saves it carries its pages (rendered page breaks as many as the pages
+// it records): ai-ready leaves out the conversion, charges the extraction only, and
+// its chunks have pages from those breaks (page_source hints) and no boxes.
+func TestAIReadyPresetPagesAWordDocumentByItsSavedBreaks(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	doc := officetest.WordDOCX(t, [][]string{{"The harbour opened in spring"}, {"Ships came from the south with salt and cloth"}})
+	file := b.readyFile(b.liveA, "harbour.docx", doc)
+	r := b.createJob(b.liveA, map[string]any{"file_id": file, "preset": "ai-ready"})
+	require.Equal(t, 202, r.status, string(r.body))
+	require.EqualValues(t, 7, r.json(t)["credits_reserved"], "planned with the conversion: only the file's content tells it is not needed")
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j)
+	require.EqualValues(t, 2, j["credits_charged"], "the extraction of 2 pages, no conversion")
+	var raw []byte
+	for i, a := range j["artifacts"].([]any) {
+		if a.(map[string]any)["name"] == "chunks.json" {
+			raw = b.artifactBody(b.liveA, j, i)
+		}
+	}
+	var chunks struct {
+		Pages  int
+		Chunks []struct {
+			Text       string
+			Pages      []int
+			PageSource string `json:"page_source"`
+			Boxes      []any
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &chunks))
+	require.Equal(t, 2, chunks.Pages)
+	var pages []int
+	for _, c := range chunks.Chunks {
+		pages = append(pages, c.Pages...)
+		require.Equal(t, "hints", c.PageSource)
+		require.Empty(t, c.Boxes)
+	}
+	require.Equal(t, []int{1, 2}, pages, "%s", raw)
 }
 
 // A PDF without text is read in full: ai-ready succeeds with an empty document.md and

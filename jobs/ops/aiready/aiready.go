@@ -97,7 +97,8 @@ func Specs() []domain.OperationSpec {
 
 // InputFormats are what the extraction reads itself: PDFs, and the formats without
 // pages read through their own structure. Office documents reach it as the PDF the
-// preset's convert step made, their own structure read from the job's file.
+// preset's convert step made, their own structure read from the job's file; a DOCX
+// that carries its pages (PagedByItself) as the file itself.
 var InputFormats = []string{"pdf", "html", "txt", "csv", "text/markdown"}
 
 // ExtractStep is the ai-ready preset's last step: the extraction, storing its three
@@ -300,13 +301,16 @@ func (e *Engine) structure(ctx context.Context, in domain.EngineInput) (*docstru
 			if n := docChars(doc); n > e.cfg.MaxChars {
 				return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: fmt.Sprintf("the document holds more than %d characters of text", e.cfg.MaxChars)}
 			}
-			if isPDF && docstruct.Paged(reader) {
+			switch {
+			case isPDF && docstruct.Paged(reader):
 				words, n, err := e.words(ctx, in)
 				if err != nil {
 					return nil, err
 				}
 				docstruct.Locate(doc, words, n)
-			} else if in.Progress != nil {
+			case doc.Pages > e.cfg.MaxPages:
+				return nil, &domain.Error{Code: domain.CodeUnsupportedInput, Message: fmt.Sprintf("the document has %d pages; at most %d are read", doc.Pages, e.cfg.MaxPages)}
+			case in.Progress != nil:
 				in.Progress(100)
 			}
 			return doc, nil
@@ -328,6 +332,19 @@ func (e *Engine) structure(ctx context.Context, in domain.EngineInput) (*docstru
 		return nil, err
 	}
 	return analyze(pages).structure(len(pages)), nil
+}
+
+// PagedByItself reports whether the file is a document the extraction finds every
+// element's page in without a PDF made from it: a DOCX carrying the page breaks its
+// application laid it out with, as many as the pages it recorded (Word writes
+// them on every save; LibreOffice does not). The ai-ready preset leaves out its
+// conversion for such a file: its chunks have pages (page_source "hints") but no
+// boxes. A file that cannot be read is not.
+func PagedByItself(f domain.EngineFile) bool {
+	if docstruct.ReaderFor(f.Format, f.Filename) != docstruct.ReaderDOCX {
+		return false
+	}
+	return docstruct.PagedDOCX(f.Path, zipparts.DefaultLimits())
 }
 
 // sniffPDF reports whether the file at path starts like a PDF.

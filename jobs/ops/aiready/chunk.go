@@ -24,6 +24,10 @@ type Chunk struct {
 	// Pages are the 1-based pages the chunk's text comes from, ascending; empty for
 	// documents without pages (HTML, Markdown, CSV, plain text).
 	Pages []int `json:"pages"`
+	// PageSource says where Pages come from: "layout" (the pages of the PDF read, or
+	// made from the document, where Boxes show the text) or "hints" (the page breaks
+	// the document's application saved in it, without boxes); absent without pages.
+	PageSource string `json:"page_source,omitempty"`
 	// Boxes are the regions of those pages the text is drawn in: one per run of text
 	// in a column of a page, in PDF points from the page's top-left corner.
 	Boxes []docstruct.Box `json:"boxes"`
@@ -41,9 +45,10 @@ type Chunk struct {
 // never spans two top-level sections (slides, sheets, the document's outermost
 // headings) unless cross_sections is set.
 type chunker struct {
-	o   Options
-	tok *counter
-	out []Chunk
+	o      Options
+	tok    *counter
+	out    []Chunk
+	source string // the document's PageSource
 
 	path []docstruct.Block // the heading path: headings, outermost first
 	top  int               // the outermost heading level of the document
@@ -61,6 +66,7 @@ type piece struct {
 	tokens  int
 	chars   int
 	boxes   []docstruct.Box
+	pages   []int // without boxes: the block's pages as its saved breaks tell
 	path    []string
 	heading bool
 }
@@ -88,6 +94,7 @@ func contextPrefix(path []string) string { return strings.Join(path, " > ") + "\
 
 func (c *chunker) chunks(d *docstruct.Document) []Chunk {
 	c.top = 7
+	c.source = d.PageSource
 	for _, b := range d.Blocks {
 		if b.Kind == docstruct.Heading {
 			c.top = min(c.top, b.Level)
@@ -279,9 +286,11 @@ func (c *chunker) flush() {
 	last := ps[len(ps)-1]
 	c.prevChunk = &last
 	var boxes []docstruct.Box
+	var hinted []int
 	var elements []string
 	for i, p := range ps {
 		boxes = append(boxes, p.boxes...)
+		hinted = append(hinted, p.pages...)
 		kind := p.block.Kind.String()
 		same := i > 0 && (ps[i-1].block == p.block || kind == "list" && ps[i-1].block.Kind == docstruct.ListItem)
 		if !same {
@@ -292,12 +301,18 @@ func (c *chunker) flush() {
 	if boxes == nil {
 		boxes = []docstruct.Box{}
 	}
-	pages := docstruct.Pages(boxes)
+	pages := append(docstruct.Pages(boxes), hinted...)
+	slices.Sort(pages)
+	pages = slices.Compact(pages)
 	if pages == nil {
 		pages = []int{}
 	}
+	source := ""
+	if len(pages) > 0 {
+		source = c.source
+	}
 	c.out = append(c.out, Chunk{Text: text, EmbedText: embed, Characters: utf8.RuneCountInString(text), Tokens: n,
-		Pages: pages, Boxes: boxes, HeadingPath: append([]string{}, path...), Elements: elements})
+		Pages: pages, PageSource: source, Boxes: boxes, HeadingPath: append([]string{}, path...), Elements: elements})
 }
 
 // overlap is the end of text, whole words, of at most overlap_tokens tokens.
@@ -318,19 +333,19 @@ func (c *chunker) overlap(text string) string {
 func (c *chunker) pieces(b *docstruct.Block) []piece {
 	path := c.pathTexts()
 	budget := c.budget(path)
-	mk := func(text string, boxes []docstruct.Box) piece {
+	mk := func(text string, boxes []docstruct.Box, pages []int) piece {
 		return piece{block: b, text: text, tokens: c.tok.count(text), chars: utf8.RuneCountInString(text), boxes: boxes,
-			path: path, heading: b.Kind == docstruct.Heading}
+			pages: pages, path: path, heading: b.Kind == docstruct.Heading}
 	}
 	if b.Kind != docstruct.Table {
 		md := docstruct.BlockMarkdown(b)
-		p := mk(md, b.Boxes)
+		p := mk(md, b.Boxes, b.Pages)
 		if p.tokens <= budget && p.chars <= c.o.ChunkSize {
 			return []piece{p}
 		}
 		var out []piece
 		for _, s := range c.split(md, budget) {
-			out = append(out, mk(s, b.Boxes))
+			out = append(out, mk(s, b.Boxes, b.Pages))
 		}
 		return out
 	}
@@ -343,7 +358,13 @@ func (c *chunker) pieces(b *docstruct.Block) []piece {
 		}
 		return nil
 	}
-	whole := mk(docstruct.PipeTable(b.Rows), b.Boxes)
+	rowPages := func(i int) []int {
+		if i < len(b.RowPages) {
+			return b.RowPages[i]
+		}
+		return nil
+	}
+	whole := mk(docstruct.PipeTable(b.Rows), b.Boxes, b.Pages)
 	if whole.tokens <= budget && whole.chars <= c.o.ChunkSize {
 		return []piece{whole}
 	}
@@ -352,14 +373,15 @@ func (c *chunker) pieces(b *docstruct.Block) []piece {
 	var out []piece
 	var rows []string
 	var boxes []docstruct.Box
+	var pages []int
 	tokens, chars := 0, 0
 	emit := func() {
 		if len(rows) == 0 {
 			return
 		}
 		text := head + "\n" + strings.Join(rows, "\n")
-		out = append(out, mk(text, append(slices.Clone(rowBoxes(0)), boxes...)))
-		rows, boxes, tokens, chars = nil, nil, 0, 0
+		out = append(out, mk(text, append(slices.Clone(rowBoxes(0)), boxes...), append(slices.Clone(rowPages(0)), pages...)))
+		rows, boxes, pages, tokens, chars = nil, nil, nil, 0, 0
 	}
 	for i, r := range b.Rows[1:] {
 		row := docstruct.RowMarkdown(r)
@@ -370,12 +392,13 @@ func (c *chunker) pieces(b *docstruct.Block) []piece {
 		if headTokens+rt > budget || headChars+rc > c.o.ChunkSize {
 			// A row too long for a chunk even alone cannot stay whole: its words are cut.
 			for _, s := range c.split(row, budget) {
-				out = append(out, mk(s, rowBoxes(i+1)))
+				out = append(out, mk(s, rowBoxes(i+1), rowPages(i+1)))
 			}
 			continue
 		}
 		rows = append(rows, row)
 		boxes = append(boxes, rowBoxes(i+1)...)
+		pages = append(pages, rowPages(i+1)...)
 		tokens += rt
 		chars += rc
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,6 +203,74 @@ func TestColumnsReadInOrder(t *testing.T) {
 			if s := src.Truth().Compare(r.md); len(s.Misses) > 0 {
 				t.Fatalf("misses: %s\n%s", strings.Join(s.Misses, "; "), r.md)
 			}
+		})
+	}
+}
+
+// Pages from the page breaks a DOCX saved agree with the layout: DOCX made by
+// LibreOffice (which saves no rendered breaks: converted), given the rendered breaks
+// of LibreOffice's own layout as Word writes them (AddRenderedBreaks), are not
+// converted, and read alone give every chunk the pages the PDF LibreOffice makes of
+// them shows it on.
+func TestPagesFromSavedBreaksAgreeWithTheLayout(t *testing.T) {
+	dir := t.TempDir()
+	var htmls []string
+	for i, n := range []int{2, 4, 7} {
+		src := &aireadytest.Source{Name: fmt.Sprintf("paged%d", i)}
+		for p := range n {
+			s := aireadytest.TextSource(800+10*i+p, []string{"ruled", "borderless", "merged"}[p%3])
+			src.Elements = append(src.Elements, s.Elements...)
+		}
+		html := filepath.Join(dir, src.Name+".html")
+		if err := os.WriteFile(html, []byte(src.HTML()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		htmls = append(htmls, html)
+	}
+	aireadytest.Convert(t, dir, dir, "HTML (StarWriter)", "docx:MS Word 2007 XML", htmls...)
+	var docxs []string
+	for _, h := range htmls {
+		docxs = append(docxs, strings.TrimSuffix(h, ".html")+".docx")
+	}
+	aireadytest.Convert(t, dir, dir, "", "pdf:writer_pdf_Export", docxs...)
+	for _, lo := range docxs {
+		t.Run(filepath.Base(lo), func(t *testing.T) {
+			pdf := strings.TrimSuffix(lo, ".docx") + ".pdf"
+			word := strings.TrimSuffix(lo, ".docx") + "-word.docx"
+			pages := aireadytest.AddRenderedBreaks(t, lo, pdf, word)
+			docx := domain.Format{Extension: "docx"}
+			if aiready.PagedByItself(domain.EngineFile{Path: lo, Filename: "lo.docx", Format: docx}) {
+				t.Error("the DOCX LibreOffice saved carries no pages of its own")
+			}
+			if !aiready.PagedByItself(domain.EngineFile{Path: word, Filename: "word.docx", Format: docx}) {
+				t.Fatal("the DOCX with rendered breaks is to be converted")
+			}
+			hints := extract(t, word, "", `{}`)
+			layout := extract(t, word, pdf, `{}`)
+			if hints.chunks.Pages != pages || layout.chunks.Pages != pages {
+				t.Fatalf("%d pages from hints, %d from the layout; the PDF has %d", hints.chunks.Pages, layout.chunks.Pages, pages)
+			}
+			if hints.md != layout.md || len(hints.chunks.Chunks) != len(layout.chunks.Chunks) {
+				t.Fatalf("the same document read two ways differs: %d and %d chunks", len(hints.chunks.Chunks), len(layout.chunks.Chunks))
+			}
+			compared := 0
+			for i, h := range hints.chunks.Chunks {
+				l := layout.chunks.Chunks[i]
+				if h.PageSource != "hints" || len(h.Pages) == 0 || len(h.Boxes) != 0 {
+					t.Errorf("chunk %d: pages %v from %q with %d boxes", i, h.Pages, h.PageSource, len(h.Boxes))
+				}
+				if l.PageSource != "layout" || len(l.Pages) == 0 {
+					continue // not found on the PDF
+				}
+				compared++
+				if !slices.Equal(h.Pages, l.Pages) {
+					t.Errorf("chunk %d (%.40q): pages %v from hints, %v on the PDF", i, h.Text, h.Pages, l.Pages)
+				}
+			}
+			if compared*10 < len(hints.chunks.Chunks)*9 {
+				t.Errorf("only %d of %d chunks found on the PDF", compared, len(hints.chunks.Chunks))
+			}
+			t.Logf("%d pages, %d chunks, %d compared", pages, len(hints.chunks.Chunks), compared)
 		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 // structure is the document read from a PDF's layout as a docstruct document, with
 // each block's lines (and each table row) where the page draws them.
 func (d *document) structure(pages int) *docstruct.Document {
-	out := &docstruct.Document{Pages: pages, Blocks: make([]*docstruct.Block, 0, len(d.blocks))}
+	out := &docstruct.Document{Pages: pages, PageSource: docstruct.PageSourceLayout, Blocks: make([]*docstruct.Block, 0, len(d.blocks))}
 	for _, b := range d.blocks {
 		sb := &docstruct.Block{Text: b.text, Level: b.level, Boxes: docstruct.MergeBoxes(b.boxes)}
 		switch b.kind {

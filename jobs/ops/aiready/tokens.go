@@ -40,21 +40,40 @@ func codec(encoding string) (tokenizer.Codec, error) {
 	return f.(func() (tokenizer.Codec, error))()
 }
 
-// counter counts tokens with one vocabulary.
-type counter struct{ c tokenizer.Codec }
+// counter counts tokens with one vocabulary, for one document (it is not safe for
+// concurrent use).
+type counter struct {
+	c tokenizer.Codec
+	// short remembers the counts of short strings: the separators between a chunk's
+	// parts are counted again at every part, and a count has a cost of its own
+	// whatever the length.
+	short map[string]int
+}
 
 func newCounter(encoding string) (*counter, error) {
 	c, err := codec(encoding)
 	if err != nil {
 		return nil, err
 	}
-	return &counter{c}, nil
+	return &counter{c: c, short: map[string]int{}}, nil
 }
 
 func (t *counter) count(s string) int {
 	if s == "" {
 		return 0
 	}
+	if len(s) <= 8 {
+		if n, ok := t.short[s]; ok {
+			return n
+		}
+		n := t.countText(s)
+		t.short[s] = n
+		return n
+	}
+	return t.countText(s)
+}
+
+func (t *counter) countText(s string) int {
 	n, err := t.c.Count(s)
 	if err != nil {
 		// Count fails only on invalid UTF-8 in strict mode, which is not set: a

@@ -38,8 +38,10 @@ func Presets() []domain.PresetSpec {
 
 // aiReady reads a document for LLM pipelines: office documents are converted to a PDF
 // first (their structure is read from the file itself, their pages and boxes from the
-// PDF), images recognised into a searchable PDF; HTML, Markdown, CSV and text are read
-// as they are; then the text, structure and chunks are extracted.
+// PDF) unless the file carries its pages itself (a DOCX Word saved: the conversion,
+// made only to learn each element's page, is left out), images recognised into a
+// searchable PDF; HTML, Markdown, CSV and text are read as they are; then the text,
+// structure and chunks are extracted.
 func aiReady() domain.PresetSpec {
 	var convertible []string
 	for _, f := range office.InputFormats {
@@ -54,7 +56,8 @@ func aiReady() domain.PresetSpec {
 		}
 	}
 	return aiready.Preset(
-		domain.StepSpec{Name: "convert", Operation: "convert", Options: `{"format":"pdf"}`, When: convertible, Intermediate: true},
+		domain.StepSpec{Name: "convert", Operation: "convert", Options: `{"format":"pdf"}`, When: convertible, Intermediate: true,
+			Skip: aiready.PagedByItself},
 		domain.StepSpec{Name: "ocr", Operation: "ocr", Options: `{"outputs":["pdf"]}`, When: images, Intermediate: true},
 	)
 }

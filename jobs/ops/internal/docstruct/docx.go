@@ -1,10 +1,12 @@
 package docstruct
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +17,9 @@ import (
 // (Title, Heading 1–9, or an outline level), lists from the numbering (bullets or
 // numbers, with their levels), tables (header rows marked to repeat, else the first;
 // gridSpan and vMerge repeated), images by their description, footnotes at the end.
+// When the file carries the page breaks its application laid it out with (see
+// pager) and their count agrees with the page count it recorded, each block gets its
+// pages and the document PageSourceHints.
 func ReadDOCX(path string, lim zipparts.Limits) (*Document, error) {
 	c, err := zipparts.Open(path, lim)
 	if err != nil {
@@ -25,7 +30,8 @@ func ReadDOCX(path string, lim zipparts.Limits) (*Document, error) {
 	if !c.Has(main) {
 		return nil, fmt.Errorf("docstruct: no %s", main)
 	}
-	r := &docxReader{styles: map[string]*docxStyle{}, nums: map[string]*docxNum{}, counters: map[string][]int{}, noteLabel: map[string]string{}}
+	r := &docxReader{styles: map[string]*docxStyle{}, nums: map[string]*docxNum{}, counters: map[string][]int{}, noteLabel: map[string]string{},
+		notePage: map[string]int{}}
 	if c.Has("word/styles.xml") {
 		if err := r.readStyles(c); err != nil {
 			return nil, err
@@ -42,6 +48,8 @@ func ReadDOCX(path string, lim zipparts.Limits) (*Document, error) {
 			return nil, err
 		}
 	}
+	// Pages are followed in the body only.
+	r.pg, r.span = pager{page: 1}, span{}
 	rc, err := c.Open(main)
 	if err != nil {
 		return nil, err
@@ -54,10 +62,129 @@ func ReadDOCX(path string, lim zipparts.Limits) (*Document, error) {
 	}
 	for _, id := range r.noteOrder {
 		if t := notes[id]; t != "" {
-			out = append(out, &Block{Kind: Footnote, Label: r.noteLabel[id], Text: t})
+			// A footnote is set on the page of its reference.
+			out = append(out, &Block{Kind: Footnote, Label: r.noteLabel[id], Text: t, Pages: PageSpan(r.notePage[id], r.notePage[id])})
 		}
 	}
-	return &Document{Blocks: out}, nil
+	doc := &Document{Blocks: out}
+	if n := r.hinted(c); n > 0 {
+		doc.Pages, doc.PageSource = n, PageSourceHints
+	} else {
+		for _, b := range out {
+			b.Pages, b.RowPages = nil, nil
+		}
+	}
+	return doc, nil
+}
+
+// hinted is the page count the body read tells by its saved breaks, when there are
+// rendered ones and they agree with the count the file records; else 0.
+func (r *docxReader) hinted(c *zipparts.Container) int {
+	if n := r.pg.count(); r.pg.rendered > 0 && n > 0 && appPages(c) == n {
+		return n
+	}
+	return 0
+}
+
+// pager follows the pages of a document body as the file's page breaks tell them:
+// w:lastRenderedPageBreak, which Word writes wherever a page began when it last laid
+// the document out (breaks of its own and the author's alike), w:br w:type="page" and
+// pageBreakBefore. A break starts a page at the next text; a rendered break right
+// after an author's break (no text between) is the same page's start. Section breaks
+// count only through the rendered breaks that follow them.
+type pager struct {
+	page     int // the page the text read so far ends on
+	pending  int // pages started since that text
+	rendered int // w:lastRenderedPageBreak elements read
+	text     bool
+}
+
+// at is the page text read now lies on.
+func (p *pager) at() int {
+	p.page += p.pending
+	p.pending = 0
+	p.text = true
+	return p.page
+}
+
+func (p *pager) hard() { p.pending++ }
+
+func (p *pager) renderedBreak() {
+	p.rendered++
+	p.pending = max(p.pending, 1)
+}
+
+// count is the page count: a break after the last text leaves a blank page.
+func (p *pager) count() int { return p.page + p.pending }
+
+// after orders two positions in the flow (page and pending breaks).
+func (p pager) after(o pager) bool {
+	return p.page+p.pending > o.page+o.pending || p.page+p.pending == o.page+o.pending && p.page > o.page
+}
+
+// span is the first and last page of what was read since it began (0: none).
+type span struct{ first, last int }
+
+func (s *span) add(o span) {
+	if o.first == 0 {
+		return
+	}
+	if s.first == 0 || o.first < s.first {
+		s.first = o.first
+	}
+	s.last = max(s.last, o.last)
+}
+
+// text records text on the pager's current page.
+func (r *docxReader) text() {
+	pg := r.pg.at()
+	r.span.add(span{pg, pg})
+}
+
+// begin starts a span of its own; end closes it, returning it and adding it to the
+// span it was begun within.
+func (r *docxReader) begin() span {
+	outer := r.span
+	r.span = span{}
+	return outer
+}
+
+func (r *docxReader) end(outer span) span {
+	inner := r.span
+	outer.add(inner)
+	r.span = outer
+	return inner
+}
+
+// appPages is the page count docProps/app.xml records; 0 when it records none.
+func appPages(c *zipparts.Container) int {
+	const part = "docProps/app.xml"
+	if !c.Has(part) {
+		return 0
+	}
+	rc, err := c.Open(part)
+	if err != nil {
+		return 0
+	}
+	defer rc.Close()
+	d := xml.NewDecoder(rc)
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return 0
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "Pages" {
+			var v string
+			if d.DecodeElement(&v, &se) != nil {
+				return 0
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 {
+				return 0
+			}
+			return n
+		}
+	}
 }
 
 type docxStyle struct {
@@ -84,6 +211,9 @@ type docxReader struct {
 	counters  map[string][]int // by abstract numbering
 	noteOrder []string
 	noteLabel map[string]string
+	notePage  map[string]int // the page of a footnote's first reference
+	pg        pager
+	span      span
 }
 
 const wordNS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -445,6 +575,7 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 		inPPr        bool
 		depth        = 0
 	)
+	outer := r.begin()
 	for {
 		tok, err := d.Token()
 		if err != nil {
@@ -488,16 +619,30 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 					return nil, err
 				}
 				depth--
+				if strings.TrimSpace(s) != "" {
+					r.text()
+				}
 				text.WriteString(s)
+			case "lastRenderedPageBreak":
+				r.pg.renderedBreak()
+			case "pageBreakBefore":
+				// Ignored at the top of the document, as Word does.
+				if v := wAttr(t, "val"); inPPr && r.pg.text && v != "0" && v != "false" && v != "off" {
+					r.pg.hard()
+				}
 			case "tab", "br", "cr":
 				if !inPPr {
 					text.WriteByte(' ')
+					if t.Name.Local == "br" && wAttr(t, "type") == "page" {
+						r.pg.hard()
+					}
 				}
 			case "noBreakHyphen":
 				text.WriteByte('-')
 			case "sym":
 				if ch := wAttr(t, "char"); ch != "" {
 					if v, err := strconv.ParseUint(ch, 16, 32); err == nil && v >= 0x20 && !(v >= 0xE000 && v <= 0xF8FF) {
+						r.text()
 						text.WriteRune(rune(v))
 					}
 				}
@@ -508,6 +653,7 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 					label = strconv.Itoa(len(r.noteOrder) + 1)
 					r.noteLabel[id] = label
 					r.noteOrder = append(r.noteOrder, id)
+					r.notePage[id] = r.pg.page + r.pg.pending
 				}
 				text.WriteString("[^" + label + "]")
 			case "docPr":
@@ -516,7 +662,8 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 				if alt == "" {
 					alt = anyAttr(t, "title")
 				}
-				after = append(after, &Block{Kind: Image, Text: cleanText(alt)})
+				pg := r.pg.at()
+				after = append(after, &Block{Kind: Image, Text: cleanText(alt), Pages: []int{pg}})
 			case "txbxContent":
 				bs, err := r.container(d, "txbxContent")
 				if err != nil {
@@ -529,7 +676,8 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 				// and field codes are not the text; VML pictures repeat a drawing.
 				if t.Name.Local == "pict" {
 					if alt := vmlTitle(t); alt != "" {
-						after = append(after, &Block{Kind: Image, Text: alt})
+						pg := r.pg.at()
+						after = append(after, &Block{Kind: Image, Text: alt, Pages: []int{pg}})
 					}
 				}
 				if err := d.Skip(); err != nil {
@@ -545,7 +693,8 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 			}
 		case xml.EndElement:
 			if depth == 0 && t.Name.Local == "p" {
-				return r.paraBlocks(cleanText(text.String()), style, numID, ilvl, outline, after), nil
+				sp := r.end(outer)
+				return r.paraBlocks(cleanText(text.String()), style, numID, ilvl, outline, PageSpan(sp.first, sp.last), after), nil
 			}
 			depth--
 			if t.Name.Local == "pPr" {
@@ -557,10 +706,10 @@ func (r *docxReader) para(d *xml.Decoder) ([]*Block, error) {
 
 func vmlTitle(se xml.StartElement) string { return cleanText(anyAttr(se, "title")) }
 
-func (r *docxReader) paraBlocks(text, style, numID string, ilvl, outline int, after []*Block) []*Block {
+func (r *docxReader) paraBlocks(text, style, numID string, ilvl, outline int, pages []int, after []*Block) []*Block {
 	var out []*Block
 	if text != "" {
-		b := &Block{Kind: Paragraph, Text: text}
+		b := &Block{Kind: Paragraph, Text: text, Pages: pages}
 		level := r.headingLevel(style)
 		if level == 0 && outline > 0 {
 			level = min(outline, 6)
@@ -586,6 +735,7 @@ func (r *docxReader) paraBlocks(text, style, numID string, ilvl, outline int, af
 func (r *docxReader) table(d *xml.Decoder) (*Block, error) {
 	var (
 		rows       [][]string
+		rowPages   [][]int
 		headerRows = 0
 		body       = false
 	)
@@ -604,10 +754,13 @@ func (r *docxReader) table(d *xml.Decoder) (*Block, error) {
 				}
 				continue
 			}
+			outer := r.begin()
 			row, cont, header, err := r.row(d)
 			if err != nil {
 				return nil, err
 			}
+			sp := r.end(outer)
+			rowPages = append(rowPages, PageSpan(sp.first, sp.last))
 			if header && !body {
 				headerRows++
 			} else {
@@ -628,6 +781,12 @@ func (r *docxReader) table(d *xml.Decoder) (*Block, error) {
 					headerRows = 1
 				}
 				b := newTable(rows, headerRows)
+				if b != nil {
+					b.RowPages = tablePages(rows, rowPages, headerRows)
+					for _, p := range b.RowPages {
+						b.Pages = mergePages(b.Pages, p)
+					}
+				}
 				return b, nil
 			}
 		}
@@ -642,6 +801,9 @@ func (r *docxReader) row(d *xml.Decoder) ([]string, []bool, bool, error) {
 		cont   []bool
 		header bool
 	)
+	// Each cell starts where the row does; the row ends where its longest cell does
+	// (a row carried to the next page has a rendered break in every cell that goes on).
+	start, end := r.pg, r.pg
 	for {
 		tok, err := d.Token()
 		if err != nil {
@@ -660,9 +822,13 @@ func (r *docxReader) row(d *xml.Decoder) ([]string, []bool, bool, error) {
 				v := wAttr(t, "val")
 				header = v == "" || v == "1" || v == "true" || v == "on"
 			case "tc":
+				r.pg.page, r.pg.pending = start.page, start.pending
 				text, span, vcont, err := r.cell(d)
 				if err != nil {
 					return nil, nil, false, err
+				}
+				if r.pg.after(end) {
+					end = r.pg
 				}
 				for range span {
 					cells = append(cells, text)
@@ -671,6 +837,7 @@ func (r *docxReader) row(d *xml.Decoder) ([]string, []bool, bool, error) {
 			}
 		case xml.EndElement:
 			if t.Name.Local == "tr" {
+				r.pg.page, r.pg.pending = end.page, end.pending
 				return cells, cont, header, nil
 			}
 		}
@@ -723,5 +890,91 @@ func (r *docxReader) cell(d *xml.Decoder) (string, int, bool, error) {
 				return strings.Join(parts, " "), span, vcont, nil
 			}
 		}
+	}
+}
+
+// tablePages are the pages of the rows newTable(rows, headerRows) keeps: rows
+// without text dropped, header rows joined into one.
+func tablePages(rows [][]string, pages [][]int, headerRows int) [][]int {
+	var out [][]int
+	for i, r := range rows {
+		for _, c := range r {
+			if cleanText(c) != "" {
+				out = append(out, pages[i])
+				break
+			}
+		}
+	}
+	if headerRows > 1 && headerRows < len(out) {
+		var head []int
+		for _, p := range out[:headerRows] {
+			head = mergePages(head, p)
+		}
+		out = append([][]int{head}, out[headerRows:]...)
+	}
+	return out
+}
+
+// mergePages is the pages of a and b, ascending, without repeats.
+func mergePages(a, b []int) []int {
+	for _, p := range b {
+		i, found := slices.BinarySearch(a, p)
+		if !found {
+			a = slices.Insert(a, i, p)
+		}
+	}
+	return a
+}
+
+// PagedDOCX reports whether ReadDOCX gives the DOCX at path its pages from the breaks
+// it saved (PageSourceHints). A document without a rendered page break (as every
+// DOCX LibreOffice saves) is told by a scan of its body's bytes, unread.
+func PagedDOCX(path string, lim zipparts.Limits) bool {
+	c, err := zipparts.Open(path, lim)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	rendered := false
+	if c.Has("word/document.xml") && appPages(c) > 0 {
+		rendered = partContains(c, "word/document.xml", []byte("lastRenderedPageBreak"))
+	}
+	if !rendered {
+		return false
+	}
+	// The body alone tells the pages: styles, numbering and notes are not read.
+	r := &docxReader{styles: map[string]*docxStyle{}, nums: map[string]*docxNum{}, counters: map[string][]int{}, noteLabel: map[string]string{},
+		notePage: map[string]int{}, pg: pager{page: 1}}
+	rc, err := c.Open("word/document.xml")
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	if _, err := r.body(xml.NewDecoder(rc)); err != nil {
+		return false
+	}
+	return r.hinted(c) > 0
+}
+
+// partContains reports whether the part's bytes hold s.
+func partContains(c *zipparts.Container, part string, s []byte) bool {
+	rc, err := c.Open(part)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	buf := make([]byte, 64<<10)
+	keep := 0 // bytes of the last read kept for a match across reads
+	for {
+		n, err := io.ReadFull(rc, buf[keep:])
+		if bytes.Contains(buf[:keep+n], s) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		end := keep + n
+		keep = min(len(s)-1, end)
+		copy(buf, buf[end-keep:end])
 	}
 }

@@ -18,7 +18,11 @@ type Word struct {
 // anywhere when they are not found ahead (sheets printed across, then down). Blocks
 // whose words are not found keep no boxes.
 func Locate(d *Document, words []Word, pages int) {
-	d.Pages = pages
+	d.Pages, d.PageSource = pages, PageSourceLayout
+	// The PDF's layout is what the boxes show: pages from saved breaks give way to it.
+	for _, b := range d.Blocks {
+		b.Pages, b.RowPages = nil, nil
+	}
 	l := &locator{index: map[string][]int{}}
 	for _, w := range words {
 		for _, t := range tokens(w.Text) {

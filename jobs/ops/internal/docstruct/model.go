@@ -80,13 +80,41 @@ type Block struct {
 	// table's rows. Empty where no page is known.
 	Boxes    []Box
 	RowBoxes [][]Box
+	// Pages are the pages the block lies on when they are known without boxes (from
+	// the page breaks its application saved), ascending; RowPages the same for each
+	// of a table's rows. Empty where boxes say it, or no page is known.
+	Pages    []int
+	RowPages [][]int
 }
 
 // Document is a document's blocks in reading order.
 type Document struct {
 	Blocks []*Block
-	// Pages is the page count of the PDF the boxes refer to; 0 when there is none.
+	// Pages is the page count of the PDF the boxes refer to, or of the document as
+	// its saved page breaks count it; 0 when there is none.
 	Pages int
+	// PageSource says where the blocks' pages come from: PageSourceLayout (boxes on
+	// a PDF's pages), PageSourceHints (the page breaks the authoring application
+	// saved in the file), or "" (no pages).
+	PageSource string
+}
+
+// Page sources: see Document.PageSource.
+const (
+	PageSourceLayout = "layout"
+	PageSourceHints  = "hints"
+)
+
+// PageSpan is pages first..last, ascending; nil when first is 0 (unknown).
+func PageSpan(first, last int) []int {
+	if first <= 0 {
+		return nil
+	}
+	out := make([]int, 0, max(last, first)-first+1)
+	for p := first; p <= max(last, first); p++ {
+		out = append(out, p)
+	}
+	return out
 }
 
 // Pages lists the pages of boxes, ascending, without repeats.

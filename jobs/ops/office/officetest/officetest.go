@@ -45,7 +45,14 @@ func zipParts(tb testing.TB, parts [][2]string) []byte {
 // paragraphs), separated by page breaks; docProps/app.xml records the page count.
 func DOCX(tb testing.TB, pages [][]string) []byte {
 	tb.Helper()
-	return docx(tb, pages, "", "")
+	return docx(tb, pages, "", "", false)
+}
+
+// WordDOCX is DOCX as Word saves it: each page after the first also begins with the
+// rendered page break Word writes where a page began in its layout.
+func WordDOCX(tb testing.TB, pages [][]string) []byte {
+	tb.Helper()
+	return docx(tb, pages, "", "", true)
 }
 
 // DOCXWithLinkedImage returns a one-paragraph Word document showing an image that is
@@ -61,10 +68,10 @@ func DOCXWithLinkedImage(tb testing.TB, text, url string) []byte {
 		`</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>`
 	rels := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rIdRemote" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="` + html.EscapeString(url) + `" TargetMode="External"/></Relationships>`
-	return docx(tb, [][]string{{text}}, drawing, rels)
+	return docx(tb, [][]string{{text}}, drawing, rels, false)
 }
 
-func docx(tb testing.TB, pages [][]string, extraBody, docRels string) []byte {
+func docx(tb testing.TB, pages [][]string, extraBody, docRels string, rendered bool) []byte {
 	tb.Helper()
 	var body strings.Builder
 	for i, paras := range pages {
@@ -72,6 +79,9 @@ func docx(tb testing.TB, pages [][]string, extraBody, docRels string) []byte {
 			body.WriteString("<w:p>")
 			if i > 0 && j == 0 {
 				body.WriteString(`<w:r><w:br w:type="page"/></w:r>`)
+				if rendered {
+					body.WriteString(`<w:r><w:lastRenderedPageBreak/></w:r>`)
+				}
 			}
 			fmt.Fprintf(&body, `<w:r><w:t xml:space="preserve">%s</w:t></w:r></w:p>`, html.EscapeString(p))
 		}
