@@ -90,7 +90,9 @@ func TestChaos(t *testing.T) {
 	}
 	say(t, "chaos: seed %d, faults for %s (CHAOS_SEED=%d reproduces the schedule)", seed, duration, seed)
 
+	began := time.Now()
 	d := deploy(t)
+	say(t, "chaos: built and dependencies started in %s", time.Since(began).Round(time.Second))
 	key := d.bootstrap()
 	hooks := &delivered{events: map[string]int{}}
 	d.recv.handler.(*hookHandler).d = hooks
@@ -138,6 +140,7 @@ func TestChaos(t *testing.T) {
 	hooks.secret = ep["secret"].(string)
 	hooks.mu.Unlock()
 	endpointID := ep["id"].(string)
+	say(t, "chaos: the five processes ready, every engine advertised, %s after the start", time.Since(began).Round(time.Second))
 	if probeFile, err = c.upload(ctx, "probe.txt", []byte("probe\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,15 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 // under way has ended elsewhere (negative: it had none).
 func (f *faults) killWorker(i int, job *string) time.Duration {
 	d := f.d
-	under := d.attemptsIn(i)
+	// A scratch directory of an attempt killed earlier stays until the hourly sweep:
+	// only the running jobs count.
+	var under []string
+	for _, id := range d.attemptsIn(i) {
+		var state string
+		if d.db.QueryRow("SELECT state FROM jobs WHERE id = $1", id).Scan(&state) == nil && state == "running" {
+			under = append(under, id)
+		}
+	}
 	pid := d.workers[i].kill()
 	end := time.Now()
 	d.t.Logf("chaos:   killed %s (pid %d) with %d attempts under way %v", d.workers[i].name, pid, len(under), under)
