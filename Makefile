@@ -6,7 +6,7 @@ TESTFLAGS ?= -count=1 -timeout 25m
 # Test artifacts (the console's screenshots) go under test-output/_artifacts.
 ARTIFACTS ?= -artifacts -outputdir $(CURDIR)/test-output
 
-.PHONY: run build test fuzz bench lint generate web deps engines services clean
+.PHONY: run build test fuzz bench chaos lint generate web deps engines services clean
 
 build: engines
 	$(GO) build -o $(BIN) ./cmd/filemill
@@ -46,11 +46,21 @@ fuzz:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/...
 
+# The fault campaign (bench/chaos, README "Fault campaign"): 2 api and 3 worker processes
+# on a PostgreSQL, Redis and MinIO of its own under load, random faults for
+# CHAOS_DURATION, then the invariants. CHAOS_SEED replays a schedule (printed each run);
+# CI runs a short round (CHAOS_DURATION=45s).
+CHAOS_DURATION ?= 10m
+CHAOS_SEED ?=
+chaos: deps
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) $(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 120m ./bench/chaos
+
 # gofmt, go vet, and the OpenAPI document against Redocly's recommended rules (a pinned
 # @redocly/cli, installed with npm into a cache directory on first use).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags chaos ./bench/chaos
 	bash .ci/openapi-lint
 	@# The GraphQL code generated from graph/*.graphqls must be the committed one.
 	$(GO) run github.com/99designs/gqlgen generate

@@ -11,4 +11,7 @@
 // (-benchtime 1x: each benchmark is time-boxed by its own load run). BENCH_WORKERS sets
 // the number of closed-loop clients (default 8) to trace the throughput/latency curve;
 // BENCH_PG_POOL caps the PostgreSQL pool of the stack under test.
+//
+// bench/chaos is the fault campaign (`make chaos`): a deployment of separate processes
+// under load and random faults, its invariants checked and its recovery times reported.
 package bench

@@ -368,7 +368,11 @@ func (s *Jobs) RedriveLost(ctx context.Context, grace time.Duration) (int, error
 			return n, errors.Join(append(errs, err)...)
 		}
 		for _, j := range js {
-			ok, err := s.Queue.RedriveJob(ctx, s.task(j))
+			t := s.task(j)
+			if j.State == JobRunning {
+				t.LeaseLost, t.Attempts = true, j.Attempts
+			}
+			ok, err := s.Queue.RedriveJob(ctx, t)
 			if err != nil {
 				// One job's trouble must not hold back the others; a queue that is
 				// down fails them all, and the next run starts over.

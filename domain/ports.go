@@ -582,13 +582,18 @@ type JobTask struct {
 	Queue string
 	// Timeout bounds one attempt.
 	Timeout time.Duration
+	// LeaseLost says the job is running and its lease ran out: the worker of its
+	// attempt died. Attempts is how many attempts it has used, the lost one among them.
+	LeaseLost bool
+	Attempts  int
 }
 
 // Queue hands work to workers. Enqueueing the same task id twice is harmless.
 type Queue interface {
 	EnqueueJob(ctx context.Context, t JobTask) error
 	// RedriveJob makes sure the task of an unfinished job will run: it enqueues one
-	// when there is none, runs again one that was archived or completed, and leaves one
+	// when there is none, runs again one that was archived or completed, enqueues
+	// another beside one still running for a job whose lease was lost, and leaves one
 	// waiting or running alone. It reports whether it did anything.
 	RedriveJob(ctx context.Context, t JobTask) (bool, error)
 	Ping(ctx context.Context) error

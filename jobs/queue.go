@@ -142,6 +142,11 @@ func (q *Queue) EnqueueJob(ctx context.Context, t domain.JobTask) error {
 
 // enqueue queues the job's task; false when a task with its id already exists.
 func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
+	return q.enqueueAs(ctx, t, t.JobID, q.cfg.MaxRetry)
+}
+
+// enqueueAs enqueues a task of job t under the task id id, allowed maxRetry retries.
+func (q *Queue) enqueueAs(ctx context.Context, t domain.JobTask, id string, maxRetry int) (bool, error) {
 	if t.JobID == "" {
 		return false, errors.New("enqueue job: empty job id")
 	}
@@ -156,9 +161,9 @@ func (q *Queue) enqueue(ctx context.Context, t domain.JobTask) (bool, error) {
 	ctx, span := domain.StartSpan(ctx, "enqueue job", attribute.String("filemill.job_id", t.JobID),
 		attribute.String("messaging.destination.name", queue))
 	_, err := q.client.EnqueueContext(ctx, newJobRunTask(ctx, t.JobID),
-		asynq.TaskID(t.JobID),
+		asynq.TaskID(id),
 		asynq.Queue(queue),
-		asynq.MaxRetry(q.cfg.MaxRetry),
+		asynq.MaxRetry(maxRetry),
 		asynq.Timeout(timeout),
 		asynq.Retention(q.cfg.Retention),
 	)
@@ -193,6 +198,12 @@ func (q *Queue) queueOf(t domain.JobTask) string {
 //     gone, on its last attempt) or completed (its attempt ended without one): run
 //     again, keeping its retry count, so attempts that counted stay counted and an
 //     exhausted task gets exactly one more, whose failure fails the job;
+//   - active while the job's lease was lost (t.LeaseLost: its worker died): another
+//     task is enqueued beside it, under an id of the job and its attempts so far, with
+//     the retries the job has left. asynq would give the dead worker's task back only
+//     after its own lease and recovery scan, a minute or two later, whatever the job's
+//     lease; when it does, that task's attempt finds the job taken or finished and
+//     ends. A job with no attempt left is left to asynq, as before;
 //   - pending, scheduled, retrying or active: left alone.
 //
 // It reports whether it enqueued or ran a task. Two callers at once are safe: the
@@ -222,6 +233,9 @@ func (q *Queue) RedriveJob(ctx context.Context, t domain.JobTask) (bool, error) 
 		}
 		if err != nil {
 			return false, fmt.Errorf("redrive job %s: %w", t.JobID, err)
+		}
+		if info.State == asynq.TaskStateActive && t.LeaseLost && t.Attempts <= q.cfg.MaxRetry {
+			return q.enqueueAs(ctx, t, fmt.Sprintf("%s~%d", t.JobID, t.Attempts), q.cfg.MaxRetry-t.Attempts)
 		}
 		if info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted {
 			return false, nil

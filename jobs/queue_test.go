@@ -170,6 +170,54 @@ func TestQueue(t *testing.T) {
 			require.True(t, did)
 			eventually.True(t, "the condition to hold", func() bool { return runs.Load() == 2 })
 		})
+		t.Run("RedriveJobBesideATaskWhoseWorkerDied", func(t *testing.T) {
+			b := setup(t, open(t))
+			require.NoError(t, b.queue.EnqueueJob(ctx, domain.JobTask{JobID: "job_01LOST"}))
+			// The first attempt never ends, as when its worker was killed: asynq keeps
+			// the task active until its own lease and recovery scan, minutes on.
+			release := make(chan struct{})
+			type run struct {
+				id       string
+				maxRetry int
+				payload  string
+			}
+			runs := make(chan run, 4)
+			b.server(t, fastConfig(), func(s *jobs.Server) {
+				s.Handle(jobs.TypeJobRun, asynq.HandlerFunc(func(ctx context.Context, task *asynq.Task) error {
+					id, _ := asynq.GetTaskID(ctx)
+					if id == "job_01LOST" {
+						<-release
+						return nil
+					}
+					maxRetry, _ := asynq.GetMaxRetry(ctx)
+					runs <- run{id, maxRetry, string(task.Payload())}
+					return nil
+				}))
+			})
+			t.Cleanup(func() { close(release) })
+			b.waitState(t, "job_01LOST", asynq.TaskStateActive)
+
+			did, err := b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01LOST"})
+			require.NoError(t, err)
+			require.False(t, did, "a running task of a job whose lease holds is left alone")
+			did, err = b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01LOST", LeaseLost: true, Attempts: 1})
+			require.NoError(t, err)
+			require.True(t, did, "a job whose lease was lost gets a task beside the dead worker's")
+			select {
+			case r := <-runs:
+				require.Equal(t, "job_01LOST~1", r.id)
+				require.Equal(t, 1, r.maxRetry, "the retries the job has left: one of three attempts was lost")
+				require.Contains(t, r.payload, "job_01LOST")
+			case <-time.After(time.Minute):
+				t.Fatal("the task enqueued beside the dead worker's did not run")
+			}
+			did, err = b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01LOST", LeaseLost: true, Attempts: 1})
+			require.NoError(t, err)
+			require.False(t, did, "once per lost attempt, however many sweeps run")
+			did, err = b.queue.RedriveJob(ctx, domain.JobTask{JobID: "job_01LOST", LeaseLost: true, Attempts: 3})
+			require.NoError(t, err)
+			require.False(t, did, "a job with no attempt left is left to asynq")
+		})
 	})
 
 	t.Run("RejectsBadConfig", func(t *testing.T) {
