@@ -11,6 +11,8 @@ import { ErrorBox, Progress, StateBadge, Time } from "./ui/ui";
 import { match } from "./lib/router";
 import { bytes, jobDuration, utcTime } from "./lib/format";
 import { renderMarkdown } from "./lib/markdown";
+import { AdminPage } from "./ui/admin";
+import { ViewerContext, type ViewerInfo } from "./lib/viewer";
 
 afterEach(cleanup);
 
@@ -161,5 +163,37 @@ describe("routing and markdown", () => {
     expect(html).toContain("&lt;script&gt;");
     expect(html).not.toContain("javascript:");
     expect(html).toContain('href="https://example.com"');
+  });
+});
+
+describe("a screen only admins use", () => {
+  const as = (role: string, scopes: string[]): ViewerInfo => ({
+    email: role + "@example.com",
+    role,
+    scopes,
+    environment: "live",
+    organization: { id: "org_1", name: "acme" },
+    project: { id: "prj_1", name: "web" },
+  });
+  const page = (v: ViewerInfo) =>
+    render(
+      <ViewerContext.Provider value={v}>
+        <AdminPage title="Keys" subtitle="API keys." action="Create key" onAction={() => {}}>
+          <p>the keys</p>
+        </AdminPage>
+      </ViewerContext.Provider>,
+    );
+  it("shows admins its body and its action", () => {
+    page(as("admin", ["manage"]));
+    expect(screen.getByText("the keys")).toBeTruthy();
+    expect((screen.getByRole("button", { name: "Create key" }) as HTMLButtonElement).disabled).toBe(false);
+  });
+  it("tells other roles why, with the action disabled", () => {
+    page(as("developer", ["jobs:write"]));
+    expect(screen.queryByText("the keys")).toBeNull();
+    expect(screen.getByText("Keys are managed by admins")).toBeTruthy();
+    const b = screen.getByRole("button", { name: "Create key" }) as HTMLButtonElement;
+    expect(b.disabled).toBe(true);
+    expect(b.title).toBe("Your role (developer) does not allow this.");
   });
 });

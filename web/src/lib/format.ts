@@ -63,7 +63,11 @@ export function relative(iso: string, now = Date.now()): string {
   return localTime(iso);
 }
 
+// Made once: a formatter costs far more to make than to use, and lists format a
+// number on every row.
+const numbers = new Intl.NumberFormat();
+
 export function number(n: number | null | undefined): string {
   if (n === null || n === undefined) return "—";
-  return new Intl.NumberFormat().format(n);
+  return numbers.format(n);
 }

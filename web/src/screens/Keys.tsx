@@ -4,9 +4,10 @@ import { graphql } from "../gql";
 import { apiError } from "../lib/graphql";
 import { useLocation } from "../lib/router";
 import { usePaging } from "../lib/paging";
-import { notAllowed, useCan, useViewer } from "../lib/viewer";
+import { useCan, useViewer } from "../lib/viewer";
+import { AdminPage } from "../ui/admin";
 import { number } from "../lib/format";
-import { Card, CopyBlock, Dialog, Empty, ErrorBox, Loading, PageHeader, Pager, Time } from "../ui/ui";
+import { Card, CopyBlock, Dialog, Empty, ErrorBox, Loading, Pager, Time } from "../ui/ui";
 
 const KeysQuery = graphql(`
   query ApiKeys($first: Int, $after: String) {
@@ -197,7 +198,6 @@ export function Keys() {
   const { path, query } = useLocation();
   const paging = usePaging(path, query);
   const can = useCan("manage");
-  const viewer = useViewer();
   const [{ data, error, fetching }, refetch] = useQuery({ query: KeysQuery, variables: { first: 20, after: paging.after }, pause: !can });
   const [open, setOpen] = useState(false);
   const [secret, setSecret] = useState<string | null>(null);
@@ -208,30 +208,14 @@ export function Keys() {
     refetch({ requestPolicy: "network-only" });
   };
   const projectName = (id: string) => data?.projects.find((p) => p.id === id)?.name ?? id;
-  const head = (
-    <PageHeader
-      title="Keys"
-      subtitle="API keys of the organization: each acts in one environment, from one project, with the scopes and restrictions it lists."
-      actions={
-        <button type="button" className="btn btn-primary" disabled={!can} title={can ? undefined : notAllowed(viewer?.role)} onClick={() => setOpen(true)}>
-          Create key
-        </button>
-      }
-    />
-  );
-  if (!can)
-    return (
-      <div className="page">
-        {head}
-        <Card>
-          <Empty title="Keys are managed by admins">{notAllowed(viewer?.role)}</Empty>
-        </Card>
-      </div>
-    );
   const err = apiError(error);
   return (
-    <div className="page">
-      {head}
+    <AdminPage
+      title="Keys"
+      subtitle="API keys of the organization: each acts in one environment, from one project, with the scopes and restrictions it lists."
+      action="Create key"
+      onAction={() => setOpen(true)}
+    >
       <Card>
         {err && !data && <ErrorBox error={err} onRetry={() => refetch({ requestPolicy: "network-only" })} />}
         {!data && fetching && <Loading />}
@@ -306,6 +290,6 @@ export function Keys() {
           data && <CreateKeyForm projects={data.projects} onCreated={setSecret} />
         )}
       </Dialog>
-    </div>
+    </AdminPage>
   );
 }

@@ -2,9 +2,10 @@ import { useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { graphql } from "../gql";
 import { apiError } from "../lib/graphql";
-import { notAllowed, useCan, useViewer } from "../lib/viewer";
+import { useCan, useViewer } from "../lib/viewer";
+import { AdminPage } from "../ui/admin";
 import { restart } from "../lib/auth";
-import { Card, CopyBlock, Dialog, Empty, ErrorBox, Loading, PageHeader, Time } from "../ui/ui";
+import { Card, CopyBlock, Dialog, Empty, ErrorBox, Loading, Time } from "../ui/ui";
 
 const MembersQuery = graphql(`
   query Members {
@@ -126,31 +127,10 @@ export function Members() {
     setLink(null);
     reload();
   };
-  const head = (
-    <PageHeader
-      title="Members"
-      subtitle="People who sign in to this organization, each with a role."
-      actions={
-        <button type="button" className="btn btn-primary" disabled={!can} title={can ? undefined : notAllowed(viewer?.role)} onClick={() => setOpen(true)}>
-          Invite member
-        </button>
-      }
-    />
-  );
-  if (!can)
-    return (
-      <div className="page">
-        {head}
-        <Card>
-          <Empty title="Members are managed by admins">{notAllowed(viewer?.role)}</Empty>
-        </Card>
-      </div>
-    );
   const err = apiError(error);
   const mutErr = apiError(upd.error ?? rem.error ?? rinv.error);
   return (
-    <div className="page">
-      {head}
+    <AdminPage title="Members" subtitle="People who sign in to this organization, each with a role." action="Invite member" onAction={() => setOpen(true)}>
       {mutErr && <ErrorBox error={mutErr} />}
       <Card title="Members">
         {err && !data && <ErrorBox error={err} onRetry={reload} />}
@@ -276,6 +256,6 @@ export function Members() {
           <InviteForm onInvited={setLink} />
         )}
       </Dialog>
-    </div>
+    </AdminPage>
   );
 }
