@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"io/fs"
 	"net/http"
@@ -123,5 +125,45 @@ func TestWantsHTML(t *testing.T) {
 			r.Header.Set("Accept", accept)
 		}
 		require.Equal(t, want, WantsHTML(r), accept)
+	}
+}
+
+// TestScriptsGoGzippedToBrowsersThatTakeIt: a browser's request gets the script gzipped
+// (far smaller, the same bytes once decoded, typed as a script); a client that does not
+// ask for gzip, or refuses it, gets it as it is.
+func TestScriptsGoGzippedToBrowsersThatTakeIt(t *testing.T) {
+	h := New(Config{})
+	name := "/console/" + anAsset(t, h)
+	get := func(accept string) *http.Response {
+		req := httptest.NewRequest("GET", name, nil)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeConsole(rec, req)
+		return rec.Result()
+	}
+	plain := get("")
+	raw := body(t, plain)
+	require.Empty(t, plain.Header.Get("Content-Encoding"))
+	require.Contains(t, plain.Header.Values("Vary"), "Accept-Encoding")
+	for _, accept := range []string{"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.8", "*"} {
+		r := get(accept)
+		require.Equal(t, 200, r.StatusCode, accept)
+		require.Equal(t, "gzip", r.Header.Get("Content-Encoding"), accept)
+		require.Equal(t, "text/javascript; charset=utf-8", r.Header.Get("Content-Type"))
+		require.Equal(t, "public, max-age=31536000, immutable", r.Header.Get("Cache-Control"))
+		require.Contains(t, r.Header.Values("Vary"), "Accept-Encoding")
+		zipped, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		require.Less(t, len(zipped), len(raw)/2, accept)
+		zr, err := gzip.NewReader(bytes.NewReader(zipped))
+		require.NoError(t, err)
+		decoded, err := io.ReadAll(zr)
+		require.NoError(t, err)
+		require.Equal(t, raw, string(decoded), accept)
+	}
+	for _, accept := range []string{"identity", "gzip;q=0", "*;q=0", "br"} {
+		require.Empty(t, get(accept).Header.Get("Content-Encoding"), accept)
 	}
 }
