@@ -67,18 +67,15 @@ func vipsThumbnailCLI(dir, prefix, src string, cpu *atomic.Int64) func(ctx conte
 
 // photoJPEG writes a photo-like 6000×4000 JPEG (gradients, texture and noise, quality
 // 90) once per machine and returns its path.
-func photoJPEG(b *testing.B) string {
-	p := filepath.Join(os.TempDir(), "filemill-bench-6000x4000.jpg")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	const w, h = 6000, 4000
+// photoLike is a w×h JPEG at quality 90 with a photo's gradients and noise (seeded).
+func photoLike(b *testing.B, w, h int, seed int64) []byte {
 	im := image.NewRGBA(image.Rect(0, 0, w, h))
-	r := rand.New(rand.NewSource(1))
+	r := rand.New(rand.NewSource(seed))
+	fw, fh := float64(w), float64(h)
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			n := float64(r.Intn(24))
-			fx, fy := float64(x)/w, float64(y)/h
+			fx, fy := float64(x)/fw, float64(y)/fh
 			c := func(v float64) uint8 { return uint8(math.Max(0, math.Min(255, v))) }
 			im.SetRGBA(x, y, color.RGBA{c(255*fx + 40*math.Sin(float64(x)/37) + n), c(255*fy + 30*math.Cos(float64(y)/23)),
 				c(128 + 100*math.Sin(float64(x+y)/91) + n), 255})
@@ -88,8 +85,16 @@ func photoJPEG(b *testing.B) string {
 	if err := jpeg.Encode(&buf, im, &jpeg.Options{Quality: 90}); err != nil {
 		b.Fatal(err)
 	}
+	return buf.Bytes()
+}
+
+func photoJPEG(b *testing.B) string {
+	p := filepath.Join(os.TempDir(), "filemill-bench-6000x4000.jpg")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(tmp, photoLike(b, 6000, 4000, 1), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	if err := os.Rename(tmp, p); err != nil {

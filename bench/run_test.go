@@ -5,11 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
-	"math"
-	"math/rand"
 	"net"
 	"net/http"
 	"os"
@@ -133,25 +128,7 @@ func photoSet(b *testing.B, base []byte, n int, tag string) string {
 }
 
 // photo3MP is a photo-like 3000×2000 JPEG, quality 90.
-func photo3MP(b *testing.B) []byte {
-	const w, h = 3000, 2000
-	im := image.NewRGBA(image.Rect(0, 0, w, h))
-	r := rand.New(rand.NewSource(2))
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			n := float64(r.Intn(24))
-			fx, fy := float64(x)/w, float64(y)/h
-			c := func(v float64) uint8 { return uint8(math.Max(0, math.Min(255, v))) }
-			im.SetRGBA(x, y, color.RGBA{c(255*fx + 40*math.Sin(float64(x)/37) + n), c(255*fy + 30*math.Cos(float64(y)/23)),
-				c(128 + 100*math.Sin(float64(x+y)/91) + n), 255})
-		}
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, im, &jpeg.Options{Quality: 90}); err != nil {
-		b.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func photo3MP(b *testing.B) []byte { return photoLike(b, 3000, 2000, 2) }
 
 // sdkRun does what `filemill run --preset image DIR --concurrency 4 -o OUT` does, as a
 // Go program on the SDK would: uploads the files four at a time, makes one batch,

@@ -26,6 +26,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/filemill/filemill/internal/testaddr"
 	"github.com/filemill/filemill/storage/miniotest"
 )
 
@@ -285,35 +286,10 @@ func (r *receiver) down() {
 	}
 }
 
-// Addresses are taken from a range below the kernel's ephemeral ports, from a start of
-// this binary's own (see cmd/filemill's freeAddr): an address handed out by the kernel
-// and closed could be handed to another program before ours listened on it.
-var ports struct {
-	sync.Mutex
-	next int
-}
+// ports is a range apart from cmd/filemill's tests'.
+var ports = &testaddr.Ports{Lo: 30000, Hi: 32000, Stride: 20}
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ports.Lock()
-	defer ports.Unlock()
-	if ports.next == 0 {
-		ports.next = 30000 + (os.Getpid()%100)*20
-	}
-	for range 2000 {
-		p := ports.next
-		if ports.next++; ports.next >= 32000 {
-			ports.next = 30000
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(p)
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port between 30000 and 32000")
-	return ""
-}
+func freeAddr(t *testing.T) string { t.Helper(); return ports.Free(t) }
 
 // waitFor polls cond until it holds, failing the test after bound: bounds here are
 // generous, so a slow machine waits longer and never fails for it.

@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -20,40 +17,15 @@ import (
 
 	"github.com/filemill/filemill/db/dbtest"
 	"github.com/filemill/filemill/domain/eventually"
+	"github.com/filemill/filemill/internal/testaddr"
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
-// Addresses for the processes the tests start are taken in turn from a range below the
-// kernel's ephemeral ports (32768 and up), from a start of this binary's own: an
-// address the kernel handed out to be closed again could be handed out again, to
-// another test, before the process meant to listen on it did.
-var ports struct {
-	sync.Mutex
-	next int
-}
+// ports spaces the test binaries' addresses from those of bench/chaos.
+var ports = &testaddr.Ports{Lo: 20000, Hi: 30000, Stride: 25}
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ports.Lock()
-	defer ports.Unlock()
-	if ports.next == 0 {
-		ports.next = 20000 + (os.Getpid()%400)*25
-	}
-	for range 2000 {
-		p := ports.next
-		if ports.next++; ports.next >= 30000 {
-			ports.next = 20000
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", p)
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port between 20000 and 30000")
-	return ""
-}
+func freeAddr(t *testing.T) string { t.Helper(); return ports.Free(t) }
 
 func apiPost(t *testing.T, url, key string, body any) (int, map[string]any) {
 	t.Helper()
