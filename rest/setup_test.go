@@ -27,7 +27,6 @@ import (
 	"github.com/filemill/filemill/jobs"
 	"github.com/filemill/filemill/jobs/ops/catalog"
 	"github.com/filemill/filemill/jobs/ops/inspect"
-	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ratelimit"
 	"github.com/filemill/filemill/jobs/redistest"
 	"github.com/filemill/filemill/rest"
@@ -139,7 +138,7 @@ func setup(t *testing.T, opts ...setupOpts) *bundle {
 	}
 	engines := map[string]domain.Engine{"inspect": engine}
 	maps.Copy(engines, o.engines)
-	prober := probe.New(probe.DefaultConfig())
+	prober := catalog.Prober(engines) // counts pages as the service does
 	deps := domain.Deps{Store: svcStore, Blobs: blobs, Queue: queue, Fetcher: o.fetcher, Clock: o.clock,
 		Registry: reg, Engines: engines, Pages: prober, Scratch: storage.TempScratch{}, Verifier: prober, Scanner: o.scanner, Guard: o.guard,
 		Limiter: ratelimit.New(rdb), Log: o.log}

@@ -19,7 +19,6 @@ import (
 	"github.com/filemill/filemill/jobs/ops/pagetext"
 	"github.com/filemill/filemill/jobs/ops/pdf"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
-	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ops/render"
 	"github.com/filemill/filemill/jobs/ops/scan"
 )
@@ -220,25 +219,4 @@ func newScanner(cfg *Config, daemon *scan.Daemon, log *slog.Logger) (*scan.Engin
 		return nil, fmt.Errorf("FILEMILL_CLAMD_ADDRESS: %w", err)
 	}
 	return e, nil
-}
-
-// newProber counts pages at completion (PDFs, and office documents whose count is
-// cheap to read) and verifies engine outputs: with the image engine's decoder for what
-// Go cannot decode (AVIF, animated WebP) where this process runs it.
-func newProber(engines map[string]domain.Engine) *probe.Prober {
-	p := probe.New(probe.DefaultConfig())
-	if img, ok := engines["image"].(*image.Engine); ok {
-		p.VerifyWith("image/avif", img.Verify)
-		p.VerifyWith("image/webp", img.Verify)
-	}
-	for _, ext := range []string{"docx", "pptx", "odt", "odp"} {
-		p.CountWith(ext, func(_ context.Context, path string) (int, error) {
-			n, ok := office.CountPages(path, domain.Format{Extension: ext})
-			if !ok {
-				return 0, fmt.Errorf("no page count in this %s", ext)
-			}
-			return n, nil
-		})
-	}
-	return p
 }

@@ -190,7 +190,7 @@ func openApp(ctx context.Context, cfg *Config, roles role) (_ *app, err error) {
 			return nil, err
 		}
 	}
-	prober := newProber(a.engines)
+	prober := catalog.Prober(a.engines)
 	// The embedded default is one process: its stream stays in it. Otherwise every
 	// process shares Redis pub/sub, so a relay in any worker reaches subscribers in any
 	// API process.

@@ -4,6 +4,8 @@
 package catalog
 
 import (
+	"context"
+	"fmt"
 	"slices"
 
 	"github.com/filemill/filemill/domain"
@@ -13,6 +15,7 @@ import (
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/pdf"
+	"github.com/filemill/filemill/jobs/ops/probe"
 	"github.com/filemill/filemill/jobs/ops/render"
 	"github.com/filemill/filemill/jobs/ops/scan"
 )
@@ -103,4 +106,25 @@ func Registry() (*domain.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// Prober counts pages at completion (PDFs, and office documents whose count is cheap
+// to read) and verifies engine outputs: with the image engine's decoder for what Go
+// cannot decode (AVIF, animated WebP) where the process runs it.
+func Prober(engines map[string]domain.Engine) *probe.Prober {
+	p := probe.New(probe.DefaultConfig())
+	if img, ok := engines["image"].(*image.Engine); ok {
+		p.VerifyWith("image/avif", img.Verify)
+		p.VerifyWith("image/webp", img.Verify)
+	}
+	for _, ext := range []string{"docx", "pptx", "odt", "odp"} {
+		p.CountWith(ext, func(_ context.Context, path string) (int, error) {
+			n, ok := office.CountPages(path, domain.Format{Extension: ext})
+			if !ok {
+				return 0, fmt.Errorf("no page count in this %s", ext)
+			}
+			return n, nil
+		})
+	}
+	return p
 }
