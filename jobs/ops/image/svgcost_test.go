@@ -109,7 +109,7 @@ func cpuTime(t testing.TB) time.Duration {
 }
 
 // A render libvips can stop (past the pre-check: its limits are lifted here) stops at
-// its deadline: Run returns within a tile's work of it, and when it has returned
+// its deadline: Run returns within a tile's work of it (in CPU time), and when it has returned
 // nothing of it runs on. The caller's slot is freed when Run returns, so this is what
 // keeps a slot from being freed while the render goes on.
 func TestRenderStopsAtItsDeadline(t *testing.T) {
@@ -133,13 +133,16 @@ func TestRenderStopsAtItsDeadline(t *testing.T) {
 	const deadline = 1500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	begin := time.Now()
+	spent := cpuTime(t)
 	out, err := e.Run(ctx, domain.EngineInput{Operation: imageop.OperationConvert, Options: opts, Path: in,
 		Filename: "in.svg", Format: domain.Detect(doc), WorkDir: work})
-	took := time.Since(begin)
+	spent = cpuTime(t) - spent
 	require.Nil(t, out)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "stopped by its deadline, not finished")
-	require.Less(t, took, deadline+4*time.Second, "stopped within a tile's work of its deadline")
+	// Judged in CPU time, which a busy machine does not stretch as it does the wall
+	// clock: the whole render takes ~120 s of CPU here, a stopped one ~5 (the deadline's
+	// share and the tiles under way).
+	require.Less(t, spent, 30*time.Second, "stopped within a tile's work of its deadline")
 	entries, _ := os.ReadDir(work)
 	require.Empty(t, entries, "nothing left behind")
 
