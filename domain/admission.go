@@ -42,6 +42,20 @@ func (s *Jobs) admitting(p *Principal, adm *admission) grant {
 	}}
 }
 
+// resolveWithOptions resolves a request's operation or preset and canonicalizes its
+// options, before any file is claimed: the files the options name are authorized too.
+func (s *Jobs) resolveWithOptions(p *Principal, operation, preset string, raw json.RawMessage) (*Operation, json.RawMessage, error) {
+	op, err := s.resolveOperation(p, operation, preset)
+	if err != nil {
+		return nil, nil, err
+	}
+	options, err := op.ValidateOptions(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return op, options, nil
+}
+
 // resolveOperation finds the operation or preset of a request and checks the key may
 // run it. Codes: invalid_request, unsupported_operation, operation_not_allowed.
 func (s *Jobs) resolveOperation(p *Principal, operation, preset string) (*Operation, error) {
@@ -405,12 +419,7 @@ func (s *Jobs) authorizeJob(ctx context.Context, p *Principal, req JobRequest) (
 	if !ValidID(PrefixFile, req.FileID) {
 		return nil, InvalidParam("file_id", "file_id must be a file id (file_ followed by 26 characters)")
 	}
-	op, err := s.resolveOperation(p, req.Operation, req.Preset)
-	if err != nil {
-		return nil, err
-	}
-	// Checked before the claim: the files the options name are authorized too.
-	options, err := op.ValidateOptions(req.Options)
+	op, options, err := s.resolveWithOptions(p, req.Operation, req.Preset, req.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -48,12 +48,7 @@ func (s *Jobs) authorizeBatch(ctx context.Context, p *Principal, req BatchReques
 		}
 		seen[id] = i
 	}
-	op, err := s.resolveOperation(p, req.Operation, req.Preset)
-	if err != nil {
-		return nil, err
-	}
-	// Checked before the claim: the files the options name are authorized too.
-	options, err := op.ValidateOptions(req.Options)
+	op, options, err := s.resolveWithOptions(p, req.Operation, req.Preset, req.Options)
 	if err != nil {
 		return nil, err
 	}

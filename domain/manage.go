@@ -354,11 +354,7 @@ func (s *Jobs) EstimateJob(ctx context.Context, p *Principal, r EstimateRequest)
 			return nil, InvalidParam(fmt.Sprintf("fileIds[%d]", i), "fileIds[%d] must be a file id (file_ followed by 26 characters)", i)
 		}
 	}
-	op, err := s.resolveOperation(p, r.Operation, r.Preset)
-	if err != nil {
-		return nil, err
-	}
-	options, err := op.ValidateOptions(r.Options)
+	op, options, err := s.resolveWithOptions(p, r.Operation, r.Preset, r.Options)
 	if err != nil {
 		return nil, err
 	}
