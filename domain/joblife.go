@@ -107,10 +107,49 @@ func (s *Jobs) transition(ctx context.Context, j, next *Job, arts []*Artifact, e
 		return &LedgerEntry{ID: NewID(PrefixLedgerEntry), AccountID: acct, Kind: kind, Amount: amount,
 			JobID: j.ID, APIKeyID: j.APIKeyID, ProjectID: j.ProjectID, Description: kind + " for " + j.ID, CreatedAt: now}
 	}
-	return s.Store.TransitionJob(ctx, &JobTransition{Job: next, FromState: j.State, FromAttempts: j.Attempts,
+	err = s.Store.TransitionJob(ctx, &JobTransition{Job: next, FromState: j.State, FromAttempts: j.Attempts,
 		Artifacts: arts, Events: []*Event{e},
 		// Entries of no amount write nothing.
 		Ledger: []*LedgerEntry{entry(LedgerCharge, charge), entry(LedgerRelease, j.CreditsReserved-charge)}})
+	if err == nil && next.Terminal() {
+		s.sweepLostArtifacts(ctx, next, arts)
+	}
+	return err
+}
+
+// maxSweptArtifacts bounds one sweep: more than any job's attempts store.
+const maxSweptArtifacts = 10000
+
+// sweepLostArtifacts removes, once j has ended, the objects its earlier attempts stored
+// and never recorded: an attempt whose worker died between storing an artifact and
+// recording the outcome leaves its bytes behind (an attempt that lives on discards its
+// own). Only a job claimed more than once can have any; kept are the artifacts recorded
+// with the outcome. A sweep that fails is logged: the job's outcome stands.
+func (s *Jobs) sweepLostArtifacts(ctx context.Context, j *Job, kept []*Artifact) {
+	if j.Attempts < 2 || s.Blobs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	prefix := artifactPrefix(j.OrganizationID, j.ProjectID, j.FileID, j.ID)
+	keys, err := s.Blobs.List(ctx, prefix, maxSweptArtifacts)
+	keep := make(map[string]bool, len(kept))
+	for _, a := range kept {
+		keep[a.StorageKey] = true
+	}
+	removed := 0
+	for _, k := range keys {
+		if keep[k] || err != nil {
+			continue
+		}
+		if err = s.Blobs.Delete(ctx, k); err == nil {
+			removed++
+		}
+	}
+	if err != nil && s.Log != nil {
+		s.Log.WarnContext(ctx, "objects stored by the job's lost attempts could not be swept",
+			"job_id", j.ID, "removed", removed, "error", err.Error())
+	}
 }
 
 // newJobEvent is the outbox row of a job's move: about the job, concerning its file (so
@@ -257,7 +296,7 @@ func (s *Jobs) InputFile(ctx context.Context, j *Job, id string) (*File, error) 
 func (s *Jobs) StoreArtifact(ctx context.Context, j *Job, f *File, ea EngineArtifact, r io.Reader, size int64) (*Artifact, error) {
 	a := &Artifact{ID: NewID(PrefixArtifact), OrganizationID: j.OrganizationID, FileID: f.ID, JobID: j.ID, Name: ea.Name,
 		MIMEType: ea.MIMEType, ByteSize: size, CreatedAt: s.Clock.Now()}
-	a.StorageKey = ArtifactKey(f, a.ID)
+	a.StorageKey = ArtifactKey(f, j.ID, a.ID)
 	h := newHashingReader(r)
 	uctx, span := StartSpan(ctx, "upload artifact", attribute.String("filemill.artifact_id", a.ID), attribute.Int64("filemill.byte_size", size))
 	start := time.Now()

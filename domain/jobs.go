@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 )
@@ -24,6 +25,8 @@ type Jobs struct {
 	accounts  sync.Map // organization/environment -> credit account id
 	// Bus receives running jobs' progress; nil for none.
 	Bus EventBus
+	// Log receives what a job's outcome does not carry (a sweep that failed).
+	Log *slog.Logger
 	// Observer receives the figures of admissions and attempts; nil measures nothing.
 	Observer Observer
 }

@@ -529,6 +529,9 @@ type Blobs interface {
 	// Put stores r under key (engines' artifacts, fetched URLs); size -1 when unknown.
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	Delete(ctx context.Context, key string) error
+	// List returns up to limit keys stored under prefix (which ends with "/"), in no
+	// promised order.
+	List(ctx context.Context, prefix string, limit int) ([]string, error)
 	Ping(ctx context.Context) error
 }
 

@@ -307,7 +307,7 @@ func NewServices(cfg Config, d Deps) *Services {
 		d.Registry = NewRegistry()
 	}
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
-		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus, Observer: d.Observer}
+		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus, Observer: d.Observer, Log: d.Log}
 	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner, Scratch: d.Scratch}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)

@@ -76,9 +76,14 @@ func blobKey(f *File) string {
 	return f.OrganizationID + "/" + f.ProjectID + "/" + f.ID + "/original"
 }
 
-// ArtifactKey is where an artifact's bytes live, beside its file's.
-func ArtifactKey(f *File, artifactID string) string {
-	return f.OrganizationID + "/" + f.ProjectID + "/" + f.ID + "/artifacts/" + artifactID
+// ArtifactKey is where an artifact's bytes live: beside its file's, under the job that
+// made it, so what a job's attempts stored can be found by the job (sweepLostArtifacts).
+func ArtifactKey(f *File, jobID, artifactID string) string {
+	return artifactPrefix(f.OrganizationID, f.ProjectID, f.ID, jobID) + artifactID
+}
+
+func artifactPrefix(org, project, file, job string) string {
+	return org + "/" + project + "/" + file + "/artifacts/" + job + "/"
 }
 
 func validateNewUpload(req *NewUpload, cfg Config) error {

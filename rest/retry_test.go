@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -137,8 +138,12 @@ func TestRetries(t *testing.T) {
 		require.Equal(t, 202, r.status, string(r.body))
 		id := r.json(t)["id"].(string)
 		ctx := context.Background()
-		// A worker claims the job and dies with it; its task is lost with Redis.
-		_, err := b.svc.Jobs.ClaimJob(ctx, id)
+		// A worker claims the job, stores a result and dies before recording it; its
+		// task is lost with Redis.
+		claimed, f, err := b.svc.Jobs.ClaimJobWithFile(ctx, id)
+		require.NoError(t, err)
+		lost, err := b.svc.Jobs.StoreArtifact(ctx, claimed, f, domain.EngineArtifact{Name: "lost.json", MIMEType: "application/json"},
+			strings.NewReader("{}"), 2)
 		require.NoError(t, err)
 		insp := asynq.NewInspector(b.redisOpt)
 		defer insp.Close()
@@ -157,6 +162,13 @@ func TestRetries(t *testing.T) {
 		require.Equal(t, "succeeded", j["state"])
 		require.EqualValues(t, 2, j["attempts"], "the dead worker's claim, then the new one")
 		require.Zero(t, b.account(b.orgA.Organization.ID).Reserved)
+		_, err = b.blobs.Stat(ctx, lost.StorageKey)
+		require.ErrorIs(t, err, domain.ErrNotFound, "what the dead attempt stored is swept when the job ends")
+		arts, err := b.store.FindArtifactsByJob(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, arts, 1)
+		_, err = b.blobs.Stat(ctx, arts[0].StorageKey)
+		require.NoError(t, err, "the recorded result stays")
 	})
 
 	t.Run("ASettlementWhoseAnswerWasLostKeepsItsResult", func(t *testing.T) {

@@ -275,6 +275,42 @@ func (l *Local) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// List returns up to limit keys of the objects stored under prefix.
+func (l *Local) List(_ context.Context, prefix string, limit int) ([]string, error) {
+	if !strings.HasSuffix(prefix, "/") {
+		return nil, fmt.Errorf("%w: list prefix %q must end with /", ErrInvalidKey, prefix)
+	}
+	if err := checkKey(strings.TrimSuffix(prefix, "/")); err != nil {
+		return nil, err
+	}
+	var keys []string
+	root := l.objectPath(prefix)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // nothing stored under prefix
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if len(keys) == limit {
+			return fs.SkipAll
+		}
+		rel, err := filepath.Rel(l.dir, path)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return keys, nil
+}
+
 // pruneDirs removes the empty directories a deleted object leaves behind, so deleted
 // files do not accumulate empty directories; it stops at the first non-empty one.
 func (l *Local) pruneDirs(dir string) {

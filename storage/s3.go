@@ -117,6 +117,8 @@ type s3API interface {
 	// PutObject is minio-go's high-level put: parts for a body of unknown size.
 	PutObject(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (minio.UploadInfo, error)
 	RemoveObject(ctx context.Context, bucket, key string, opts minio.RemoveObjectOptions) error
+	// ListAll is minio-go's high-level listing: every page, as a channel.
+	ListAll(ctx context.Context, bucket string, opts minio.ListObjectsOptions) <-chan minio.ObjectInfo
 	NewMultipartUpload(ctx context.Context, bucket, key string, opts minio.PutObjectOptions) (string, error)
 	ListObjectParts(ctx context.Context, bucket, key, uploadID string, partNumberMarker, maxParts int) (minio.ListObjectPartsResult, error)
 	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []minio.CompletePart, opts minio.PutObjectOptions) (minio.UploadInfo, error)
@@ -129,8 +131,12 @@ type s3Signer interface {
 	PresignedGetObject(ctx context.Context, bucket, key string, expires time.Duration, params url.Values) (*url.URL, error)
 }
 
-// minioAPI is s3API on minio-go: Core's calls, with the Client's PutObject.
+// minioAPI is s3API on minio-go: Core's calls, with the Client's PutObject and ListObjects.
 type minioAPI struct{ *minio.Core }
+
+func (m minioAPI) ListAll(ctx context.Context, bucket string, opts minio.ListObjectsOptions) <-chan minio.ObjectInfo {
+	return m.Core.Client.ListObjects(ctx, bucket, opts)
+}
 
 func (m minioAPI) PutObject(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (minio.UploadInfo, error) {
 	return m.Core.Client.PutObject(ctx, bucket, key, r, size, opts)
@@ -389,6 +395,29 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		return s3Err("delete", key, err)
 	}
 	return nil
+}
+
+// List returns up to limit keys of the objects stored under prefix.
+func (s *S3) List(ctx context.Context, prefix string, limit int) ([]string, error) {
+	if !strings.HasSuffix(prefix, "/") {
+		return nil, fmt.Errorf("%w: list prefix %q must end with /", ErrInvalidKey, prefix)
+	}
+	if err := checkKey(strings.TrimSuffix(prefix, "/")); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing's goroutine when limit cuts it short
+	var keys []string
+	for o := range s.core.ListAll(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, MaxKeys: min(limit, 1000)}) {
+		if o.Err != nil {
+			return nil, s3Err("list", prefix, o.Err)
+		}
+		if len(keys) == limit {
+			break
+		}
+		keys = append(keys, o.Key)
+	}
+	return keys, nil
 }
 
 // Ping checks that the bucket answers.

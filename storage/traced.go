@@ -136,3 +136,10 @@ func (t *TracedBlobs) MetersEgress() bool {
 	m, ok := t.next.(domain.EgressMeter)
 	return ok && m.MetersEgress()
 }
+
+func (t *TracedBlobs) List(ctx context.Context, prefix string, limit int) ([]string, error) {
+	ctx, end := span(ctx, "list")
+	keys, err := t.next.List(ctx, prefix, limit)
+	end(err)
+	return keys, err
+}

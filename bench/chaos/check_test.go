@@ -217,24 +217,31 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	artifacts := sizes("SELECT id, storage_key, byte_size FROM artifacts", "artifact", true)
 	sizes("SELECT id, storage_key, byte_size FROM files WHERE status = 'ready'", "file", true)
 	sizes("SELECT id, storage_key, byte_size FROM files WHERE status <> 'ready'", "file", false)
-	lostAttempt := map[string]bool{} // files with a job an attempt of which was lost
-	frows, err := d.db.QueryContext(ctx, "SELECT DISTINCT file_id FROM jobs WHERE attempts > 1")
+	// Objects a killed attempt stored are swept when its job ends; only a job that
+	// ended while storage was down may keep them.
+	endedStorageDown := map[string]bool{}
+	jrows, err := d.db.QueryContext(ctx, "SELECT id, finished_at FROM jobs WHERE attempts > 1 AND finished_at IS NOT NULL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for frows.Next() {
+	for jrows.Next() {
 		var id string
-		_ = frows.Scan(&id)
-		lostAttempt[id] = true
+		var at time.Time
+		_ = jrows.Scan(&id, &at)
+		for _, w := range f.storageDown {
+			if !at.Before(w[0]) && !at.After(w[1].Add(2*time.Second)) {
+				endedStorageDown[id] = true
+			}
+		}
 	}
-	frows.Close()
+	jrows.Close()
 	leftByDesign := 0
 	for key := range objects {
 		if refs[key] {
 			continue
 		}
 		parts := strings.Split(key, "/")
-		if len(parts) == 5 && parts[3] == "artifacts" && lostAttempt[parts[2]] {
+		if len(parts) == 6 && parts[3] == "artifacts" && endedStorageDown[parts[4]] {
 			leftByDesign++
 			continue
 		}
@@ -286,7 +293,7 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	c.mu.Unlock()
 	say(t, "chaos: credits charged %d = succeeded jobs' prices %d, reserved at rest %d", charged, succeededPrice, reserved)
 	say(t, "chaos: webhook events delivered %d (%d more than once), %d deliveries retried by hand", events, dupes, manual)
-	say(t, "chaos: bucket: %d objects, %d artifacts, %d artifacts of lost attempts left by design", len(objects), artifacts, leftByDesign)
+	say(t, "chaos: bucket: %d objects, %d artifacts, %d artifacts of lost attempts left because their job ended while storage was down", len(objects), artifacts, leftByDesign)
 	if len(f.late) > 0 {
 		t.Errorf("answers were wrong more than 1 s after PostgreSQL came back: %v", f.late)
 	}

@@ -49,6 +49,9 @@ type faults struct {
 	officeHits int
 	// late counts answers that were wrong more than a second after PostgreSQL was back.
 	late []string
+	// storageDown are the times MinIO was down: a job that ended then could not have its
+	// lost attempts' objects swept.
+	storageDown [][2]time.Time
 }
 
 func (f *faults) run(ctx context.Context, duration time.Duration) {
@@ -158,10 +161,12 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 		}
 		return rec
 	case faultMinio:
+		start := time.Now()
 		d.minio.stop()
 		time.Sleep(hold)
 		d.minio.start(t)
 		end := time.Now()
+		f.storageDown = append(f.storageDown, [2]time.Time{start, end})
 		return f.answersRight(end, func() bool { return f.probeUpload(ctx) })
 	case faultWebhook:
 		d.recv.down()

@@ -88,6 +88,35 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		require.NoError(t, b.Delete(ctx, k), "deleting a missing object is not an error")
 	})
 
+	t.Run("ListUnderPrefix", func(t *testing.T) {
+		ctx, b := setup(t)
+		dir := strings.TrimSuffix(Key(), "original") + "artifacts/"
+		want := []string{dir + "job_1/a", dir + "job_1/b", dir + "job_2/c"}
+		for _, k := range append([]string{dir + "job_10/d", strings.TrimSuffix(dir, "artifacts/") + "original"}, want...) {
+			require.NoError(t, b.Put(ctx, k, bytes.NewReader(Bytes(10)), 10))
+		}
+		got, err := b.List(ctx, dir+"job_1/", 100)
+		require.NoError(t, err)
+		require.ElementsMatch(t, want[:2], got, "only what is under the prefix: not job_10's")
+		got, err = b.List(ctx, dir, 100)
+		require.NoError(t, err)
+		require.Len(t, got, 4)
+		got, err = b.List(ctx, dir, 2)
+		require.NoError(t, err)
+		require.Len(t, got, 2, "bounded by limit")
+		got, err = b.List(ctx, dir+"job_3/", 100)
+		require.NoError(t, err)
+		require.Empty(t, got, "nothing under an unknown prefix")
+		require.NoError(t, b.Delete(ctx, dir+"job_2/c"))
+		got, err = b.List(ctx, dir+"job_2/", 100)
+		require.NoError(t, err)
+		require.Empty(t, got, "a deleted object is not listed")
+		_, err = b.List(ctx, dir+"job_1", 100)
+		require.ErrorIs(t, err, storage.ErrInvalidKey, "a prefix ends with /")
+		_, err = b.List(ctx, "../", 100)
+		require.ErrorIs(t, err, storage.ErrInvalidKey)
+	})
+
 	t.Run("PutUnknownSize", func(t *testing.T) {
 		ctx, b := setup(t)
 		k, data := Key(), Bytes(100_000)
