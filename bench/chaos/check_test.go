@@ -295,6 +295,7 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 		len(jobs), states, accepted, batches, probeJobs, l.followed, l.resubs)
 	c.mu.Lock()
 	say(t, "chaos: answers by status: %v", c.answers)
+	say(t, "chaos: uploads PUT again after their completion found no bytes (MinIO killed while assembling them): %d", c.putAgain.Load())
 	c.mu.Unlock()
 	say(t, "chaos: credits charged %d = succeeded jobs' prices %d, reserved at rest %d", charged, succeededPrice, reserved)
 	say(t, "chaos: webhook events delivered %d (%d more than once), %d deliveries retried by hand", events, dupes, manual)

@@ -31,6 +31,10 @@ type client struct {
 	mu      sync.Mutex
 	answers map[int]int
 	next    atomic.Int64
+	// putAgain counts uploads whose completion found no bytes after MinIO acknowledged
+	// the PUT: MinIO killed in the middle of assembling the upload loses its part (seen
+	// here); the client PUTs again, as the answer tells it to.
+	putAgain atomic.Int64
 }
 
 func newClient(v *openapitest.Validator, apis []string, key string) *client {
@@ -150,6 +154,15 @@ func (c *client) upload(ctx context.Context, name string, data []byte) (string, 
 	status, f, err := c.do(ctx, requestBound, "POST", "/v1/files/"+up["file_id"].(string)+"/complete", nil)
 	if err != nil {
 		return "", err
+	}
+	if e, _ := f["error"].(map[string]any); status == 409 && e["code"] == "conflict" {
+		c.putAgain.Add(1)
+		if err := c.put(ctx, requestBound, up["upload_url"].(string), headers, data); err != nil {
+			return "", err
+		}
+		if status, f, err = c.do(ctx, requestBound, "POST", "/v1/files/"+up["file_id"].(string)+"/complete", nil); err != nil {
+			return "", err
+		}
 	}
 	if status != 200 || f["status"] != "ready" {
 		return "", fmt.Errorf("complete %s: %d %v", up["file_id"], status, f)
