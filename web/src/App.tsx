@@ -1,30 +1,45 @@
-import { lazy, Suspense, useEffect, useState, type ReactNode } from "react";
+import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactElement, type ReactNode } from "react";
 import { useMutation, useQuery } from "urql";
 import { graphql } from "./gql";
-import { Link, match, useLocation } from "./lib/router";
+import { base, Link, match, useLocation } from "./lib/router";
 import { onLinkState, type LinkState, apiError } from "./lib/graphql";
 import { clearSelection, hasCredentials, restart, select } from "./lib/auth";
 import { ErrorBox, Loading } from "./ui/ui";
 import { Icon, type IconName } from "./ui/icons";
-import { Overview } from "./screens/Overview";
-import { Files } from "./screens/Files";
-import { FileDetail } from "./screens/FileDetail";
-import { Jobs } from "./screens/Jobs";
-import { JobDetail } from "./screens/JobDetail";
-import { BatchDetail } from "./screens/BatchDetail";
-import { Run } from "./screens/Run";
-import { Webhooks } from "./screens/Webhooks";
-import { WebhookDetail } from "./screens/WebhookDetail";
-import { Usage } from "./screens/Usage";
-import { Keys } from "./screens/Keys";
-import { Projects } from "./screens/Projects";
-import { Members } from "./screens/Members";
-import { Account } from "./screens/Account";
-import { AcceptInvitation, SetPassword, SignIn } from "./screens/SignIn";
+import type { Client } from "@urql/core";
 import { ViewerContext, type ViewerInfo } from "./lib/viewer";
 
-// The ai-ready viewer brings a markdown renderer: loaded when it opens.
-const AiReady = lazy(() => import("./screens/AiReady"));
+// Each screen is its own chunk, fetched when it first opens: a first load runs the
+// shell and the one screen it shows. The chunk of the screen in the address starts
+// loading as this module runs (preloadScreen), beside the Viewer query.
+type Loader = () => Promise<unknown>;
+const loaders = new Map<unknown, Loader>();
+function screen<M, K extends keyof M>(load: () => Promise<M>, name: K): M[K] {
+  let p: Promise<M> | undefined;
+  const once = () => (p ??= load());
+  const C = lazy(() => once().then((m) => ({ default: m[name] as ComponentType<any> })));
+  loaders.set(C, once);
+  return C as M[K];
+}
+
+const Overview = screen(() => import("./screens/Overview"), "Overview");
+const Files = screen(() => import("./screens/Files"), "Files");
+const FileDetail = screen(() => import("./screens/FileDetail"), "FileDetail");
+const Jobs = screen(() => import("./screens/Jobs"), "Jobs");
+const JobDetail = screen(() => import("./screens/JobDetail"), "JobDetail");
+const BatchDetail = screen(() => import("./screens/BatchDetail"), "BatchDetail");
+const Run = screen(() => import("./screens/Run"), "Run");
+const Webhooks = screen(() => import("./screens/Webhooks"), "Webhooks");
+const WebhookDetail = screen(() => import("./screens/WebhookDetail"), "WebhookDetail");
+const Usage = screen(() => import("./screens/Usage"), "Usage");
+const Keys = screen(() => import("./screens/Keys"), "Keys");
+const Projects = screen(() => import("./screens/Projects"), "Projects");
+const Members = screen(() => import("./screens/Members"), "Members");
+const Account = screen(() => import("./screens/Account"), "Account");
+const AiReady = screen(() => import("./screens/AiReady"), "default");
+const SignIn = screen(() => import("./screens/SignIn"), "SignIn");
+const SetPassword = screen(() => import("./screens/SignIn"), "SetPassword");
+const AcceptInvitation = screen(() => import("./screens/SignIn"), "AcceptInvitation");
 
 const ViewerQuery = graphql(`
   query Viewer {
@@ -73,7 +88,7 @@ const nav: { to: string; label: string; icon: IconName; section?: string }[] = [
   { to: "/account", label: "Account", icon: "user" },
 ];
 
-function route(path: string): { screen: ReactNode; section: string } {
+function route(path: string): { screen: ReactElement | null; section: string } {
   let m: Record<string, string> | null;
   if (path === "/" || path === "") return { screen: <Overview />, section: "/" };
   if (path === "/files") return { screen: <Files />, section: "/files" };
@@ -82,14 +97,7 @@ function route(path: string): { screen: ReactNode; section: string } {
   if (path === "/jobs") return { screen: <Jobs />, section: "/jobs" };
   if ((m = match("/jobs/:id", path))) return { screen: <JobDetail id={m.id} />, section: "/jobs" };
   if ((m = match("/jobs/:id/ai-ready", path)))
-    return {
-      screen: (
-        <Suspense fallback={<Loading />}>
-          <AiReady jobId={m.id} />
-        </Suspense>
-      ),
-      section: "/jobs",
-    };
+    return { screen: <AiReady jobId={m.id} />, section: "/jobs" };
   if ((m = match("/batches/:id", path))) return { screen: <BatchDetail id={m.id} />, section: "/jobs" };
   if (path === "/webhooks") return { screen: <Webhooks />, section: "/webhooks" };
   if ((m = match("/webhooks/:id", path))) return { screen: <WebhookDetail id={m.id} />, section: "/webhooks" };
@@ -99,6 +107,30 @@ function route(path: string): { screen: ReactNode; section: string } {
   if (path === "/members") return { screen: <Members />, section: "/members" };
   if (path === "/account") return { screen: <Account />, section: "/account" };
   return { screen: <NotFound />, section: "" };
+}
+
+/** Starts fetching the chunk of the screen at path (below /console), if not yet. */
+function preloadScreen(path: string) {
+  const { screen } = route(path);
+  void loaders.get(screen?.type)?.();
+}
+
+/**
+ * What a first load can start before React renders: the chunk of the screen in the
+ * address and, signed in, the Viewer query, so neither waits for the other or for the
+ * screen's own query.
+ */
+export function startLoading(client: Client, pathname: string) {
+  let path = pathname.startsWith(base) ? pathname.slice(base.length) : pathname;
+  if (!path.startsWith("/")) path = "/" + path;
+  if (path === "/invitation" || path === "/set-password" || !hasCredentials()) {
+    void loaders.get(path === "/invitation" ? AcceptInvitation : path === "/set-password" ? SetPassword : SignIn)?.();
+    return;
+  }
+  preloadScreen(path);
+  // The shell's useQuery shares it while in flight (the client dedupes by key) and
+  // reads its answer from the cache after.
+  void client.query(ViewerQuery, {}).toPromise();
 }
 
 function NotFound() {
@@ -155,6 +187,14 @@ function Scope({ viewer, projects }: { viewer: ViewerInfo; projects: { id: strin
 }
 
 export function App() {
+  return (
+    <Suspense fallback={<Loading />}>
+      <Door />
+    </Suspense>
+  );
+}
+
+function Door() {
   const { path } = useLocation();
   // The one-time links work signed out (and signed in as someone else alike).
   if (path === "/invitation") return <AcceptInvitation />;
@@ -166,7 +206,8 @@ export function App() {
 function Console() {
   const { path } = useLocation();
   const { screen, section } = route(path);
-  const [{ data, error, fetching }, refetch] = useQuery({ query: ViewerQuery });
+  // Read once, by startLoading, before the first render.
+  const [{ data, error }, refetch] = useQuery({ query: ViewerQuery, requestPolicy: "cache-first" });
   const [out, signOut] = useMutation(SignOutMutation);
   const titleLabel = nav.find((n) => n.to === section)?.label;
   useEffect(() => {
@@ -187,15 +228,16 @@ function Console() {
           organization: data.viewer.organization, project: data.viewer.project }
       : null;
 
-  let main: ReactNode = screen;
+  // The screen opens while the viewer is still on its way: its own query needs only
+  // the session and the stored project choice, both sent with every request. Until
+  // the viewer is known, actions that need a role stay off (useCan).
+  let main: ReactNode = <Suspense fallback={<Loading />}>{screen}</Suspense>;
   if (err && !data) {
     main = (
       <div className="page">
         <ErrorBox error={err} onRetry={() => refetch({ requestPolicy: "network-only" })} />
       </div>
     );
-  } else if (fetching && !data) {
-    main = <Loading />;
   }
 
   return (

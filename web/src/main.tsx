@@ -2,12 +2,15 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { Provider } from "urql";
 import { newClient } from "./lib/graphql";
-import { App } from "./App";
+import { App, startLoading } from "./App";
 import "./styles.css";
+
+const client = newClient();
+startLoading(client, location.pathname);
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
-    <Provider value={newClient()}>
+    <Provider value={client}>
       <App />
     </Provider>
   </StrictMode>,

@@ -18,10 +18,13 @@ export function useViewer(): ViewerInfo | null {
   return useContext(ViewerContext);
 }
 
-/** Whether the signed-in person's role holds scope (true before the viewer is known). */
+/**
+ * Whether the signed-in person's role holds scope; false until the viewer is known
+ * (a screen may open before it is): an action comes on once the role allows it.
+ */
 export function useCan(scope: string): boolean {
   const v = useViewer();
-  return !v || v.scopes.includes(scope);
+  return !!v && v.scopes.includes(scope);
 }
 
 /** The sentence under an action the role does not allow. */

@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 import { notAllowed, useCan, useViewer } from "../lib/viewer";
-import { Card, Empty, PageHeader } from "./ui";
+import { Card, Empty, Loading, PageHeader } from "./ui";
 
 /**
  * A screen only admins use (scope manage): its header with the primary action, which
@@ -21,7 +21,10 @@ export function AdminPage({ title, subtitle, action, onAction, children }: { tit
           </button>
         }
       />
-      {can ? (
+      {!viewer ? (
+        // The screen opened before the viewer was known: its role decides what follows.
+        <Loading />
+      ) : can ? (
         children
       ) : (
         <Card>
