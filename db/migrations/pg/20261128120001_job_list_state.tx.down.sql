@@ -1,0 +1,1 @@
+DROP INDEX ix_jobs_list_state;
