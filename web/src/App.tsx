@@ -8,18 +8,33 @@ import { ErrorBox, Loading } from "./ui/ui";
 import { Icon, type IconName } from "./ui/icons";
 import type { Client } from "@urql/core";
 import { ViewerContext, type ViewerInfo } from "./lib/viewer";
+import { prefetchJobs } from "./screens/jobsQuery";
 
 // Each screen is its own chunk, fetched when it first opens: a first load runs the
-// shell and the one screen it shows. The chunk of the screen in the address starts
-// loading as this module runs (preloadScreen), beside the Viewer query.
+// shell and the one screen it shows, whose chunk startLoading fetches beside the
+// Viewer query before the first render. A screen whose module is in renders at once;
+// only one not fetched yet suspends (React holds back the reveal of a suspended
+// screen for a while after its fallback showed: a first load must not suspend).
 type Loader = () => Promise<unknown>;
 const loaders = new Map<unknown, Loader>();
 function screen<M, K extends keyof M>(load: () => Promise<M>, name: K): M[K] {
+  let mod: M | undefined;
   let p: Promise<M> | undefined;
-  const once = () => (p ??= load());
-  const C = lazy(() => once().then((m) => ({ default: m[name] as ComponentType<any> })));
-  loaders.set(C, once);
-  return C as M[K];
+  const once = () =>
+    (p ??= load().then(
+      (m) => (mod = m),
+      (err) => {
+        p = undefined; // tried again when the screen renders
+        throw err;
+      },
+    ));
+  const Lazy = lazy(() => once().then((m) => ({ default: m[name] as ComponentType<any> })));
+  function Screen(props: any) {
+    const C = mod?.[name] as ComponentType<any> | undefined;
+    return C ? <C {...props} /> : <Lazy {...props} />;
+  }
+  loaders.set(Screen, once);
+  return Screen as M[K];
 }
 
 const Overview = screen(() => import("./screens/Overview"), "Overview");
@@ -110,27 +125,28 @@ function route(path: string): { screen: ReactElement | null; section: string } {
 }
 
 /** Starts fetching the chunk of the screen at path (below /console), if not yet. */
-function preloadScreen(path: string) {
+function preloadScreen(path: string): Promise<unknown> {
   const { screen } = route(path);
-  void loaders.get(screen?.type)?.();
+  return loaders.get(screen?.type)?.() ?? Promise.resolve();
 }
 
 /**
  * What a first load can start before React renders: the chunk of the screen in the
- * address and, signed in, the Viewer query, so neither waits for the other or for the
- * screen's own query.
+ * address and, signed in, the Viewer query (and the jobs screen's query), so none
+ * waits for another.
  */
-export function startLoading(client: Client, pathname: string) {
+export function startLoading(client: Client, pathname: string, search: string): Promise<unknown> {
   let path = pathname.startsWith(base) ? pathname.slice(base.length) : pathname;
   if (!path.startsWith("/")) path = "/" + path;
   if (path === "/invitation" || path === "/set-password" || !hasCredentials()) {
-    void loaders.get(path === "/invitation" ? AcceptInvitation : path === "/set-password" ? SetPassword : SignIn)?.();
-    return;
+    return loaders.get(path === "/invitation" ? AcceptInvitation : path === "/set-password" ? SetPassword : SignIn)!();
   }
-  preloadScreen(path);
+  const chunk = preloadScreen(path);
+  if (path === "/jobs") prefetchJobs(client, new URLSearchParams(search));
   // The shell's useQuery shares it while in flight (the client dedupes by key) and
   // reads its answer from the cache after.
   void client.query(ViewerQuery, {}).toPromise();
+  return chunk;
 }
 
 function NotFound() {
@@ -267,7 +283,14 @@ function Console() {
               {nav.map((n) => (
                 <li key={n.to}>
                   {n.section && <div className="nav-section" aria-hidden="true">{n.section}</div>}
-                  <Link to={n.to} className={"nav-link" + (section === n.to ? " active" : "")} aria-current={section === n.to ? "page" : undefined}>
+                  <Link
+                    to={n.to}
+                    className={"nav-link" + (section === n.to ? " active" : "")}
+                    aria-current={section === n.to ? "page" : undefined}
+                    // The screen's chunk is on its way before the click.
+                    onPointerEnter={() => void preloadScreen(n.to)}
+                    onFocus={() => void preloadScreen(n.to)}
+                  >
                     <Icon name={n.icon} />
                     <span>{n.label}</span>
                   </Link>

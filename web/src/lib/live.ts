@@ -79,12 +79,13 @@ export function useJobChanges(): Map<string, JobChange> {
   return changes;
 }
 
-/** Re-renders every second while `on` (running durations tick). */
-export function useTick(on: boolean) {
-  const [, set] = useState(0);
+/** Re-renders every second while `on` (running durations tick); answers the tick's count. */
+export function useTick(on: boolean): number {
+  const [n, set] = useState(0);
   useEffect(() => {
     if (!on) return;
     const t = setInterval(() => set((n) => n + 1), 1000);
     return () => clearInterval(t);
   }, [on]);
+  return n;
 }

@@ -1,68 +1,62 @@
+import { memo, useRef, useState } from "react";
 import { useQuery } from "urql";
-import { graphql } from "../gql";
+import type { JobsQuery as JobsResult } from "../gql/graphql";
+import { JobsQuery, jobsVariables, states, takePrefetched } from "./jobsQuery";
 import { apiError } from "../lib/graphql";
 import { Link, setQuery, useLocation } from "../lib/router";
 import { filterChange, usePaging } from "../lib/paging";
-import { useJobChanges, useTick } from "../lib/live";
+import { useJobChanges, useTick, type JobChange } from "../lib/live";
 import { jobDuration, number } from "../lib/format";
 import { Card, Empty, ErrorBox, Loading, PageHeader, Pager, Progress, StateBadge, Time } from "../ui/ui";
 
-const JobsQuery = graphql(`
-  query Jobs($projectId: ID, $state: JobState, $first: Int, $after: String) {
-    jobs(projectId: $projectId, state: $state, first: $first, after: $after) {
-      nodes {
-        id
-        createdAt
-        fileId
-        file {
-          id
-          filename
-        }
-        batchId
-        operation
-        preset
-        state
-        progress
-        creditsReserved
-        creditsCharged
-        startedAt
-        finishedAt
-      }
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
-    }
-  }
-`);
-
-const states = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
-type State = (typeof states)[number];
+type Node = JobsResult["jobs"]["nodes"][number];
+// A row: the job as the page read it, with the latest live change over it.
+type Row = Omit<Node, "__typename" | "state"> & { state: string };
 
 export function Jobs() {
   const { path, query } = useLocation();
   const paging = usePaging(path, query);
-  const stateParam = query.get("state");
-  const state = (states as readonly string[]).includes(stateParam ?? "") ? (stateParam as State) : undefined;
-  const [{ data, error, fetching }, refetch] = useQuery({ query: JobsQuery, variables: { state, first: 25, after: paging.after } });
+  const variables = jobsVariables(query);
+  const { state } = variables;
+  // The page the first load read before this screen rendered is not read again.
+  const [prefetched] = useState(() => takePrefetched(variables));
+  const [{ data: fresh, error, fetching }, refetch] = useQuery({
+    query: JobsQuery,
+    variables,
+    requestPolicy: prefetched === JSON.stringify(variables) ? "cache-first" : undefined,
+  });
   const changes = useJobChanges();
+  // While another page or filter is on its way the rows shown stay (marked busy): the
+  // table is not taken down for a spinner and built again, and the new rows replace
+  // the old in one commit.
+  const shown = useRef(fresh);
+  if (fresh) shown.current = fresh;
+  const data = fresh ?? (fetching && !error ? shown.current : undefined);
+  const busy = data !== fresh;
 
-  const rows = (data?.jobs.nodes ?? []).map((j) => {
+  const merged = useRef(new Map<string, { j: Row; c: JobChange; row: Row }>());
+  const rows: Row[] = (data?.jobs.nodes ?? []).map((j) => {
     const c = changes.get(j.id);
-    return c ? { ...j, ...c, file: j.file } : j;
+    if (!c) return j;
+    // The same merged object while neither side changed: its row is not drawn again.
+    const m = merged.current.get(j.id);
+    if (m && m.j === j && m.c === c) return m.row;
+    const row = { ...j, ...c, file: j.file };
+    merged.current.set(j.id, { j, c, row });
+    return row;
   });
   // New jobs appear at the top of the first page while it is open.
-  if (data && !paging.after) {
+  if (data && !busy && !paging.after) {
     const known = new Set(rows.map((r) => r.id));
-    const fresh = [...changes.values()]
+    const added = [...changes.values()]
       .filter((c) => !known.has(c.id) && (!state || c.state === state))
       .filter((c) => !rows.length || Date.parse(c.createdAt) >= Date.parse(rows[0].createdAt))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
       .map((c) => ({ ...c, __typename: "Job" as const, file: null }));
-    rows.unshift(...fresh);
+    rows.unshift(...added);
   }
   // Rows that left the filtered state stay, marked by their new state, until reload.
-  useTick(rows.some((r) => r.state === "running"));
+  const tick = useTick(rows.some((r) => r.state === "running"));
 
   return (
     <div className="page">
@@ -92,7 +86,7 @@ export function Jobs() {
           </Empty>
         ) : (
           <>
-            <table className="table jobs-table">
+            <table className={"table jobs-table" + (busy ? " busy" : "")} aria-busy={busy || undefined}>
               <thead>
                 <tr>
                   <th scope="col">Job</th>
@@ -107,25 +101,7 @@ export function Jobs() {
               </thead>
               <tbody>
                 {rows.map((j) => (
-                  <tr key={j.id} data-job-id={j.id}>
-                    <td>
-                      <Link to={`/jobs/${j.id}`} className="mono">{j.id}</Link>
-                      {j.batchId && (
-                        <div className="small">
-                          batch <Link to={`/batches/${j.batchId}`} className="mono">{j.batchId.slice(0, 12)}…</Link>
-                        </div>
-                      )}
-                    </td>
-                    <td>{j.operation ?? <span>{j.preset} <span className="tag">preset</span></span>}</td>
-                    <td className="truncate">{j.file ? <Link to={`/files/${j.file.id}`}>{j.file.filename}</Link> : <Link to={`/files/${j.fileId}`} className="mono small">{j.fileId}</Link>}</td>
-                    <td><StateBadge state={j.state} /></td>
-                    <td className="progress-cell">
-                      <Progress value={j.state === "succeeded" ? 100 : j.progress} label={`Progress of ${j.id}`} tone={j.state === "failed" ? "bad" : j.state === "succeeded" ? "ok" : undefined} />
-                    </td>
-                    <td className="num">{jobDuration(j.startedAt, j.finishedAt)}</td>
-                    <td className="num" title={`${j.creditsReserved} reserved`}>{number(j.state === "succeeded" ? j.creditsCharged : j.state === "failed" || j.state === "cancelled" ? 0 : j.creditsReserved)}</td>
-                    <td><Time iso={j.createdAt} rel /></td>
-                  </tr>
+                  <JobRow key={j.id} j={j} tick={j.state === "running" ? tick : 0} />
                 ))}
               </tbody>
             </table>
@@ -136,3 +112,31 @@ export function Jobs() {
     </div>
   );
 }
+
+/**
+ * One job's row, drawn again only when its job changed (a live event) or, while it
+ * runs, each second (tick) for its duration.
+ */
+const JobRow = memo(function JobRow({ j }: { j: Row; tick: number }) {
+  return (
+    <tr data-job-id={j.id}>
+      <td>
+        <Link to={`/jobs/${j.id}`} className="mono">{j.id}</Link>
+        {j.batchId && (
+          <div className="small">
+            batch <Link to={`/batches/${j.batchId}`} className="mono">{j.batchId.slice(0, 12)}…</Link>
+          </div>
+        )}
+      </td>
+      <td>{j.operation ?? <span>{j.preset} <span className="tag">preset</span></span>}</td>
+      <td className="truncate">{j.file ? <Link to={`/files/${j.file.id}`}>{j.file.filename}</Link> : <Link to={`/files/${j.fileId}`} className="mono small">{j.fileId}</Link>}</td>
+      <td><StateBadge state={j.state} /></td>
+      <td className="progress-cell">
+        <Progress value={j.state === "succeeded" ? 100 : j.progress} label={`Progress of ${j.id}`} tone={j.state === "failed" ? "bad" : j.state === "succeeded" ? "ok" : undefined} />
+      </td>
+      <td className="num">{jobDuration(j.startedAt, j.finishedAt)}</td>
+      <td className="num" title={`${j.creditsReserved} reserved`}>{number(j.state === "succeeded" ? j.creditsCharged : j.state === "failed" || j.state === "cancelled" ? 0 : j.creditsReserved)}</td>
+      <td><Time iso={j.createdAt} rel /></td>
+    </tr>
+  );
+});

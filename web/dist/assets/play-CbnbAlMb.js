@@ -1,4 +1,4 @@
-import{d as e,f as t,i as n,l as r,n as i,o as a,t as o,u as s}from"./styles-91QADEfy.js";var c=t(e(),1),l=s(),u=o(),d=`# Ctrl+Enter runs the operation.
+import{d as e,f as t,i as n,l as r,n as i,o as a,t as o,u as s}from"./styles-D78Cuzb5.js";var c=t(e(),1),l=s(),u=o(),d=`# Ctrl+Enter runs the operation.
 query Me {
   viewer {
     organization { id name }
