@@ -148,7 +148,13 @@ async function timedClick(within, name) {
           if (!now || now === before) return;
           const dom = performance.now() - t0;
           obs.disconnect();
-          requestAnimationFrame(() => setTimeout(() => resolve({ dom, ms: performance.now() - t0 })));
+          // The GraphQL requests the click made, from the click: when each went out,
+          // its first byte and its end (the server's part against the page's).
+          const graphql = performance
+            .getEntriesByType("resource")
+            .filter((r) => new URL(r.name).pathname === "/graphql" && r.startTime >= t0)
+            .map((r) => [r.startTime, r.responseStart, r.responseEnd].map((x) => Math.round(x - t0)));
+          requestAnimationFrame(() => setTimeout(() => resolve({ dom, ms: performance.now() - t0, graphql })));
         });
         obs.observe(document.body, { childList: true, subtree: true });
         button.click();

@@ -3,7 +3,8 @@ import { setQuery } from "./router";
 // Server paging with cursors kept in the URL: `after` is this page's cursor and `prev`
 // the cursors of the pages before it, so reload and the back button land on the same page.
 
-export function usePaging(path: string, query: URLSearchParams) {
+/** before(q), when given, sees the query of the page to open before it opens. */
+export function usePaging(path: string, query: URLSearchParams, before?: (q: URLSearchParams) => void) {
   const after = query.get("after") || undefined;
   const prev = (query.get("prev") || "").split(",").filter(Boolean);
   return {
@@ -11,12 +12,12 @@ export function usePaging(path: string, query: URLSearchParams) {
     hasPrev: !!after,
     next(endCursor: string | null | undefined) {
       if (!endCursor) return;
-      setQuery(path, query, { after: endCursor, prev: [...prev, after ?? "~"].join(",") });
+      setQuery(path, query, { after: endCursor, prev: [...prev, after ?? "~"].join(",") }, before);
     },
     previous() {
       const p = [...prev];
       const c = p.pop();
-      setQuery(path, query, { after: c && c !== "~" ? c : null, prev: p.join(",") || null });
+      setQuery(path, query, { after: c && c !== "~" ? c : null, prev: p.join(",") || null }, before);
     },
   };
 }

@@ -37,13 +37,24 @@ export function navigate(to: string, opts: { replace?: boolean } = {}) {
   if (!opts.replace) window.scrollTo(0, 0);
 }
 
-/** Sets query parameters of the current screen (empty values removed), as a new history entry. */
-export function setQuery(path: string, query: URLSearchParams, changes: Record<string, string | null | undefined>) {
+/** The query with changes made (empty values removed). */
+export function changedQuery(query: URLSearchParams, changes: Record<string, string | null | undefined>): URLSearchParams {
   const q = new URLSearchParams(query);
   for (const [k, v] of Object.entries(changes)) {
     if (v === null || v === undefined || v === "") q.delete(k);
     else q.set(k, v);
   }
+  return q;
+}
+
+/**
+ * Sets query parameters of the current screen (empty values removed), as a new history
+ * entry; before(q), when given, sees the new query first (to send its request before
+ * the screen renders).
+ */
+export function setQuery(path: string, query: URLSearchParams, changes: Record<string, string | null | undefined>, before?: (q: URLSearchParams) => void) {
+  const q = changedQuery(query, changes);
+  before?.(q);
   const s = q.toString();
   navigate(path + (s ? "?" + s : ""));
 }

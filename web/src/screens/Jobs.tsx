@@ -1,5 +1,5 @@
 import { memo, useRef, useState } from "react";
-import { useQuery } from "urql";
+import { useClient, useQuery } from "urql";
 import type { JobsQuery as JobsResult } from "../gql/graphql";
 import { JobsQuery, jobsVariables, states, takePrefetched } from "./jobsQuery";
 import { apiError } from "../lib/graphql";
@@ -15,7 +15,15 @@ type Row = Omit<Node, "__typename" | "state"> & { state: string };
 
 export function Jobs() {
   const { path, query } = useLocation();
-  const paging = usePaging(path, query);
+  const client = useClient();
+  // Another page or filter not read yet: its request goes out with the click, before
+  // the screen renders for the new address (the screen's query then shares it). A page
+  // the client holds shows from there at once, read again by the screen.
+  const ask = (q: URLSearchParams) => {
+    const v = jobsVariables(q);
+    if (!client.readQuery(JobsQuery, v)?.data) void client.query(JobsQuery, v, { requestPolicy: "network-only" }).toPromise();
+  };
+  const paging = usePaging(path, query, ask);
   const variables = jobsVariables(query);
   const { state } = variables;
   // The page the first load read before this screen rendered is not read again.
@@ -65,11 +73,11 @@ export function Jobs() {
         title={state ? `Jobs ${state}` : "All jobs"}
         actions={
           <div className="segmented" role="group" aria-label="Filter by state">
-            <button type="button" aria-pressed={!state} onClick={() => setQuery(path, query, filterChange({ state: null }))}>
+            <button type="button" aria-pressed={!state} onClick={() => setQuery(path, query, filterChange({ state: null }), ask)}>
               all
             </button>
             {states.map((s) => (
-              <button key={s} type="button" aria-pressed={state === s} onClick={() => setQuery(path, query, filterChange({ state: s }))}>
+              <button key={s} type="button" aria-pressed={state === s} onClick={() => setQuery(path, query, filterChange({ state: s }), ask)}>
                 {s}
               </button>
             ))}

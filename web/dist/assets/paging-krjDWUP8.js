@@ -1,1 +1,0 @@
-import{D as e}from"./index-C0FXbROz.js";function t(t,n){let r=n.get(`after`)||void 0,i=(n.get(`prev`)||``).split(`,`).filter(Boolean);return{after:r,hasPrev:!!r,next(a){a&&e(t,n,{after:a,prev:[...i,r??`~`].join(`,`)})},previous(){let r=[...i],a=r.pop();e(t,n,{after:a&&a!==`~`?a:null,prev:r.join(`,`)||null})}}}function n(e){return{...e,after:null,prev:null}}export{t as n,n as t};
