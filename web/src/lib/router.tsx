@@ -49,14 +49,18 @@ export function changedQuery(query: URLSearchParams, changes: Record<string, str
 
 /**
  * Sets query parameters of the current screen (empty values removed), as a new history
- * entry; before(q), when given, sees the new query first (to send its request before
- * the screen renders).
+ * entry. before(q), when given, sees the new query first, to send its request: the
+ * address then moves in a task of its own, once the request is out (the GraphQL
+ * client sends it a few microtasks later), so the screen renders while the server
+ * works rather than before the request leaves.
  */
 export function setQuery(path: string, query: URLSearchParams, changes: Record<string, string | null | undefined>, before?: (q: URLSearchParams) => void) {
   const q = changedQuery(query, changes);
-  before?.(q);
   const s = q.toString();
-  navigate(path + (s ? "?" + s : ""));
+  const go = () => navigate(path + (s ? "?" + s : ""));
+  if (!before) return go();
+  before(q);
+  setTimeout(go);
 }
 
 type LinkProps = AnchorHTMLAttributes<HTMLAnchorElement> & { to: string };
