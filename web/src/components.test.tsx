@@ -8,7 +8,8 @@ import { authHeaders, connectionParams, csrfToken, hasCredentials } from "./lib/
 import { browserName } from "./screens/Account";
 import { SignIn } from "./screens/SignIn";
 import { ErrorBox, Progress, StateBadge, Time } from "./ui/ui";
-import { match } from "./lib/router";
+import { changedQuery, match } from "./lib/router";
+import { jobsVariables, prefetchJobs, takePrefetched } from "./screens/jobsQuery";
 import { bytes, jobDuration, utcTime } from "./lib/format";
 import { renderMarkdown } from "./lib/markdown";
 import { AdminPage } from "./ui/admin";
@@ -188,6 +189,18 @@ describe("a screen only admins use", () => {
     expect(screen.getByText("the keys")).toBeTruthy();
     expect((screen.getByRole("button", { name: "Create key" }) as HTMLButtonElement).disabled).toBe(false);
   });
+  it("keeps its action off and its body out until the viewer is known", () => {
+    render(
+      <ViewerContext.Provider value={null}>
+        <AdminPage title="Keys" subtitle="API keys." action="Create key" onAction={() => {}}>
+          <p>the keys</p>
+        </AdminPage>
+      </ViewerContext.Provider>,
+    );
+    expect(screen.queryByText("the keys")).toBeNull();
+    expect(screen.queryByText("Keys are managed by admins")).toBeNull();
+    expect((screen.getByRole("button", { name: "Create key" }) as HTMLButtonElement).disabled).toBe(true);
+  });
   it("tells other roles why, with the action disabled", () => {
     page(as("developer", ["jobs:write"]));
     expect(screen.queryByText("the keys")).toBeNull();
@@ -195,5 +208,24 @@ describe("a screen only admins use", () => {
     const b = screen.getByRole("button", { name: "Create key" }) as HTMLButtonElement;
     expect(b.disabled).toBe(true);
     expect(b.title).toBe("Your role (developer) does not allow this.");
+  });
+});
+
+describe("the jobs screen's address", () => {
+  it("maps the state filter and the page to the query's variables", () => {
+    expect(jobsVariables(new URLSearchParams("state=failed&after=job_2&prev=~"))).toEqual({ state: "failed", first: 25, after: "job_2" });
+    expect(jobsVariables(new URLSearchParams("state=nonsense"))).toEqual({ state: undefined, first: 25, after: undefined });
+  });
+  it("changes a query's parameters, removing the emptied ones", () => {
+    expect(changedQuery(new URLSearchParams("state=failed&after=job_2"), { state: "queued", after: null }).toString()).toBe("state=queued");
+  });
+  it("hands a prefetched page to the first screen asking for the same variables, once", () => {
+    const client = new Client({ url: "http://127.0.0.1:1/graphql", exchanges: [] });
+    prefetchJobs(client, new URLSearchParams("state=queued"));
+    expect(takePrefetched(jobsVariables(new URLSearchParams("state=failed")))).toBeNull();
+    prefetchJobs(client, new URLSearchParams("state=queued"));
+    const v = jobsVariables(new URLSearchParams("state=queued"));
+    expect(takePrefetched(v)).toBe(JSON.stringify(v));
+    expect(takePrefetched(v)).toBeNull();
   });
 });
