@@ -50,7 +50,7 @@ const (
 
 // deployment is what the campaign runs and breaks.
 type deployment struct {
-	t       *testing.T
+	t       testing.TB
 	root    string
 	pg      *dbtest.Server
 	redis   *redistest.Server
@@ -91,7 +91,11 @@ func TestChaos(t *testing.T) {
 	say(t, "chaos: seed %d, faults for %s (CHAOS_SEED=%d reproduces the schedule)", seed, duration, seed)
 
 	began := time.Now()
-	d := deploy(t)
+	d := deploy(t, layout{apis: 2, workers: 3, fullDisk: true, env: []string{
+		// A dead worker's job runs again after its lease, found by the next sweep:
+		// short here so that the campaign need not wait minutes.
+		"FILEMILL_JOB_LEASE=5s", "FILEMILL_SWEEP_INTERVAL=2s",
+		"FILEMILL_WORKER_CONCURRENCY=3", "FILEMILL_OFFICE_INSTANCES=1", "FILEMILL_OCR_PARALLEL=1"}})
 	say(t, "chaos: built and dependencies started in %s", time.Since(began).Round(time.Second))
 	key := d.bootstrap()
 	hooks := &delivered{events: map[string]int{}}
@@ -207,13 +211,25 @@ func (h *delivered) lastAt() time.Time {
 	return h.last
 }
 
-func say(t *testing.T, format string, args ...any) {
+func say(t testing.TB, format string, args ...any) {
 	t.Helper()
 	t.Logf(format, args...)
 }
 
-// deploy starts the dependencies and prepares the five processes (not started yet).
-func deploy(t *testing.T) *deployment {
+// layout is the deployment deploy prepares.
+type layout struct {
+	apis, workers int
+	// fullDisk gives the last worker a small scratch file system of its own, which the
+	// campaign fills.
+	fullDisk bool
+	// env is added to every process's environment, after the harness's own (a later
+	// value wins).
+	env []string
+}
+
+// deploy starts the dependencies and prepares the api and worker processes (not started
+// yet).
+func deploy(t testing.TB, l layout) *deployment {
 	root, err := os.MkdirTemp("", "filemill-chaos-")
 	if err != nil {
 		t.Fatal(err)
@@ -255,11 +271,7 @@ func deploy(t *testing.T) *deployment {
 	base := []string{"FILEMILL_METRICS_ADDR=", "FILEMILL_DATABASE_URL=" + d.pg.URL(), "FILEMILL_REDIS_URL=" + d.redis.URL(),
 		fmt.Sprintf("FILEMILL_STORAGE_URL=s3://%s:%s@%s/chaos?secure=false", d.minio.access, d.minio.secret, d.minio.addr),
 		"FILEMILL_DATA_DIR=" + filepath.Join(root, "data"), "FILEMILL_OUTBOUND_ALLOW_CIDRS=127.0.0.1", "SSL_CERT_FILE=" + caFile,
-		// A dead worker's job runs again after its lease, found by the next sweep:
-		// short here so that the campaign need not wait minutes.
-		"FILEMILL_JOB_LEASE=5s", "FILEMILL_SWEEP_INTERVAL=2s",
-		"FILEMILL_RATE_LIMIT_PER_MINUTE=1000000", "FILEMILL_PROJECT_CONCURRENCY_LIMIT=100000",
-		"FILEMILL_WORKER_CONCURRENCY=3", "FILEMILL_OFFICE_INSTANCES=1", "FILEMILL_OCR_PARALLEL=1", "FILEMILL_CLAMD_START=never"}
+		"FILEMILL_RATE_LIMIT_PER_MINUTE=1000000", "FILEMILL_PROJECT_CONCURRENCY_LIMIT=100000", "FILEMILL_CLAMD_START=never"}
 	// The machine's environment first: a later value wins, and the campaign's own (the
 	// receiver's certificate in SSL_CERT_FILE among them) must.
 	var inherited []string
@@ -268,7 +280,7 @@ func deploy(t *testing.T) *deployment {
 			inherited = append(inherited, kv)
 		}
 	}
-	base = append(inherited, base...)
+	base = append(append(inherited, base...), l.env...)
 	newSlot := func(name string, extra ...string) *slot {
 		// Each process's temporary files (LibreOffice profiles, OCR pages) go under the
 		// campaign's directory, so what a killed worker leaves running is found by path.
@@ -285,7 +297,7 @@ func deploy(t *testing.T) *deployment {
 			"FILEMILL_STORAGE_ADDR="+freeAddr(t)), extra...)
 		return &slot{name: name, env: env, dir: root, bin: bin, log: lf}
 	}
-	for i := range 2 {
+	for i := range l.apis {
 		s := newSlot(fmt.Sprintf("api%d", i+1))
 		s.args = []string{"api"}
 		for _, kv := range s.env {
@@ -295,11 +307,9 @@ func deploy(t *testing.T) *deployment {
 		}
 		d.apis = append(d.apis, s)
 	}
-	for i := range 3 {
+	for i := range l.workers {
 		work := filepath.Join(root, "work", fmt.Sprintf("worker%d", i+1))
-		if i == 2 {
-			// The third worker's scratch space is a small file system of its own, which
-			// the campaign fills.
+		if l.fullDisk && i == l.workers-1 {
 			mountTmpfs(t, work, "256m")
 			d.fullDisk = work
 		} else if err := os.MkdirAll(work, 0o755); err != nil {

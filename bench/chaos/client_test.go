@@ -87,6 +87,13 @@ func (c *client) once(ctx context.Context, api, method, path string, body any, i
 
 // do sends a request until an answer that is not worth trying again, or until bound.
 func (c *client) do(ctx context.Context, bound time.Duration, method, path string, body any) (int, map[string]any, error) {
+	status, m, _, err := c.doFrom(ctx, bound, int(c.next.Add(1)), method, path, body)
+	return status, m, err
+}
+
+// doFrom is do sending first to API first (modulo their number), the next one after a
+// failure; it answers also the index of the API whose answer it returns.
+func (c *client) doFrom(ctx context.Context, bound time.Duration, first int, method, path string, body any) (int, map[string]any, int, error) {
 	idem := ""
 	if method == "POST" {
 		idem = newIdem()
@@ -94,14 +101,14 @@ func (c *client) do(ctx context.Context, bound time.Duration, method, path strin
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	pause := 50 * time.Millisecond
-	for i := int(c.next.Add(1)); ; i++ {
+	for i := first; ; i++ {
 		status, m, h, err := c.once(ctx, c.apis[i%len(c.apis)], method, path, body, idem)
 		if err == nil && status < 500 && status != 429 && h.Get("Retry-After") == "" {
-			return status, m, nil
+			return status, m, i % len(c.apis), nil
 		}
 		select {
 		case <-ctx.Done():
-			return status, m, fmt.Errorf("%s %s: %w (last: %d %v %v)", method, path, errGaveUp, status, m, err)
+			return status, m, i % len(c.apis), fmt.Errorf("%s %s: %w (last: %d %v %v)", method, path, errGaveUp, status, m, err)
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 2*time.Second)

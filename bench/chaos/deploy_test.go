@@ -82,7 +82,7 @@ type minioServer struct {
 	done chan struct{}
 }
 
-func startMinio(t *testing.T, root string) *minioServer {
+func startMinio(t testing.TB, root string) *minioServer {
 	t.Helper()
 	bin, err := miniotest.Binary()
 	if err != nil {
@@ -100,7 +100,7 @@ func startMinio(t *testing.T, root string) *minioServer {
 	return m
 }
 
-func (m *minioServer) start(t *testing.T) {
+func (m *minioServer) start(t testing.TB) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -135,7 +135,17 @@ func (m *minioServer) stop() {
 	m.cmd = nil
 }
 
-func (m *minioServer) client(t *testing.T) *minio.Client {
+// pid answers the server's process id (0: stopped).
+func (m *minioServer) pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+func (m *minioServer) client(t testing.TB) *minio.Client {
 	c, err := minio.New(m.addr, &minio.Options{Creds: credentials.NewStaticV4(m.access, m.secret, "")})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +171,11 @@ type slot struct {
 	exited   chan struct{} // closed when the supervisor has given up the slot
 }
 
-func (s *slot) run(t *testing.T) {
+// run starts the supervisor; a slot stopped may be run again.
+func (s *slot) run(t testing.TB) {
+	s.mu.Lock()
+	s.stopping = false
+	s.mu.Unlock()
 	s.exited = make(chan struct{})
 	go func() {
 		defer close(s.exited)
@@ -190,6 +204,16 @@ func (s *slot) run(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+}
+
+// pid answers the running process's id (0: none).
+func (s *slot) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.stopping {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // kill sends SIGKILL to the running process; the supervisor starts it again. It
@@ -241,7 +265,7 @@ type receiver struct {
 	srv *http.Server
 }
 
-func startReceiver(t *testing.T, root string, h http.Handler) (r *receiver, caFile string) {
+func startReceiver(t testing.TB, root string, h http.Handler) (r *receiver, caFile string) {
 	t.Helper()
 	// httptest's certificate is for 127.0.0.1; only its certificate is used.
 	ts := httptest.NewUnstartedServer(h)
@@ -258,7 +282,7 @@ func startReceiver(t *testing.T, root string, h http.Handler) (r *receiver, caFi
 	return r, caFile
 }
 
-func (r *receiver) up(t *testing.T) {
+func (r *receiver) up(t testing.TB) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -289,11 +313,11 @@ func (r *receiver) down() {
 // ports is a range apart from cmd/filemill's tests'.
 var ports = &testaddr.Ports{Lo: 30000, Hi: 32000, Stride: 20}
 
-func freeAddr(t *testing.T) string { t.Helper(); return ports.Free(t) }
+func freeAddr(t testing.TB) string { t.Helper(); return ports.Free(t) }
 
 // waitFor polls cond until it holds, failing the test after bound: bounds here are
 // generous, so a slow machine waits longer and never fails for it.
-func waitFor(t *testing.T, what string, bound time.Duration, cond func() bool) time.Duration {
+func waitFor(t testing.TB, what string, bound time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
@@ -331,7 +355,7 @@ func processesUnder(root string) []string {
 
 // mountTmpfs mounts a tmpfs of size at dir (root is needed, as for cmd/filemill's
 // TestDiskFull).
-func mountTmpfs(t *testing.T, dir, size string) {
+func mountTmpfs(t testing.TB, dir, size string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

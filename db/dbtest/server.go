@@ -108,6 +108,17 @@ func (s *Server) URL() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/filemill?sslmode=disable", s.port)
 }
 
+// Pid is the running postmaster's process id (0: stopped); the server's other
+// processes are its children.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Start starts the server (again) and waits until it answers queries.
 func (s *Server) Start() {
 	s.t.Helper()

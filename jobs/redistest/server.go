@@ -61,6 +61,16 @@ func StartRedis(t testing.TB) *Server {
 // URL is the redis:// URL of database 0.
 func (s *Server) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
 
+// Pid is the running server's process id (0: stopped).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Start starts the server (again), empty, and waits until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
