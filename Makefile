@@ -6,7 +6,7 @@ TESTFLAGS ?= -count=1 -timeout 25m
 # Test artifacts (the console's screenshots) go under test-output/_artifacts.
 ARTIFACTS ?= -artifacts -outputdir $(CURDIR)/test-output
 
-.PHONY: run build test fuzz bench chaos lint generate web deps engines services clean
+.PHONY: run build test fuzz bench chaos scaleout lint generate web deps engines services clean
 
 build: engines
 	$(GO) build -o $(BIN) ./cmd/filemill
@@ -62,6 +62,16 @@ CHAOS_DURATION ?= 10m
 CHAOS_SEED ?=
 chaos: deps
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) $(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 120m ./bench/chaos
+
+# Scale-out figures (bench/chaos BenchmarkScaleOut, README "Fault campaign"): jobs/s and
+# CPU per job of inspect, image.convert and office convert with 1-3 worker and 1-2 api
+# processes on the campaign's PostgreSQL, Redis and MinIO, and subscription latency
+# across two APIs. SCALE_DURATION and SCALE_WARMUP per row; SCALE_WORKERS, SCALE_APIS,
+# SCALE_OPS and SCALE_CLIENTS narrow or widen the matrix.
+SCALE_DURATION ?= 20s
+SCALE_WARMUP ?= 5s
+scaleout: deps
+	SCALE_DURATION=$(SCALE_DURATION) SCALE_WARMUP=$(SCALE_WARMUP) $(GO) test -tags chaos -run '^$$' -bench '^BenchmarkScaleOut$$' -benchtime 1x -count=1 -v -timeout 60m ./bench/chaos
 
 # gofmt, go vet, and the OpenAPI document against Redocly's recommended rules (a pinned
 # @redocly/cli, installed with npm into a cache directory on first use).

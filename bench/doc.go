@@ -13,5 +13,7 @@
 // BENCH_PG_POOL caps the PostgreSQL pool of the stack under test.
 //
 // bench/chaos is the fault campaign (`make chaos`): a deployment of separate processes
-// under load and random faults, its invariants checked and its recovery times reported.
+// under load and random faults, its invariants checked and its recovery times reported;
+// its BenchmarkScaleOut (`make scaleout`) measures the same deployment's throughput and
+// CPU per job as worker and api processes are added.
 package bench

@@ -11,4 +11,8 @@
 //
 // CHAOS_DURATION is how long faults are injected (default 60s); CHAOS_SEED fixes the
 // schedule of faults (default: from the clock; the seed is printed either way).
+//
+// BenchmarkScaleOut runs on the same deployment, without faults, to measure throughput
+// and CPU per job with 1–3 worker and 1–2 api processes (`make scaleout`; see its
+// comment for the SCALE_* settings).
 package chaos
