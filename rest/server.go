@@ -158,7 +158,7 @@ type apiIndexView struct {
 }
 
 func (s *Server) apiIndex(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, apiIndexView{Object: "api", Version: APIVersion, Links: map[string]string{
+	writeJSON(w, http.StatusOK, apiIndexView{Object: "api", Version: APIVersion(), Links: map[string]string{
 		"openapi":    "/v1/openapi.json",
 		"docs":       DocsURL,
 		"operations": "/v1/operations",
