@@ -152,27 +152,51 @@ func BenchmarkCLIUpload1GiB(b *testing.B) {
 			b.Fatalf("delete %s: %d %v", id, st, err)
 		}
 	}
+	// BENCH_CLI_COMPARE names another filemill binary (an earlier build) to run the
+	// same way in the same rounds, against the same server: its figures come as cmp-….
+	cmp := os.Getenv("BENCH_CLI_COMPARE")
 	for i := 0; i < b.N; i++ {
-		curlPut, curlAll, single, parts := 1e9, 1e9, 1e9, 1e9
-		var mem memory
+		curlPut, curlAll := 1e9, 1e9
+		cli, old := cliRuns{single: 1e9, parts: 1e9}, cliRuns{single: 1e9, parts: 1e9}
 		for r := 0; r < 2; r++ {
 			id, put, all := s.curlUpload(b, src, gib)
 			curlPut, curlAll = min(curlPut, put.Seconds()), min(curlAll, all.Seconds())
 			del(id)
-			id, took, m := s.cliUpload(b, bin, home, src, "--multipart-threshold", fmt.Sprint(2*gib))
-			single, mem = min(single, took.Seconds()), mem.max(m)
-			del(id)
-			id, took, m = s.cliUpload(b, bin, home, src)
-			parts, mem = min(parts, took.Seconds()), mem.max(m)
-			del(id)
+			cli.run(b, s, bin, home, src, del)
+			if cmp != "" {
+				old.run(b, s, cmp, home, src, del)
+			}
 		}
 		b.ReportMetric(gib/curlAll/1e6, "curl+complete-MB/s")
 		b.ReportMetric(gib/curlPut/1e6, "curl-put-MB/s")
-		b.ReportMetric(gib/single/1e6, "cli-put-MB/s")
-		b.ReportMetric(gib/parts/1e6, "cli-parts-MB/s")
-		b.ReportMetric(100*curlAll/single, "cli-put-%-of-curl")
-		b.ReportMetric(100*curlAll/parts, "cli-parts-%-of-curl")
-		b.ReportMetric(float64(mem.rss)/(1<<20), "cli-peak-RSS-MiB")
-		b.ReportMetric(float64(mem.anon)/(1<<20), "cli-peak-anon-MiB")
+		cli.report(b, "cli", curlAll)
+		if cmp != "" {
+			old.report(b, "cmp-cli", curlAll)
+		}
 	}
+}
+
+// cliRuns keeps the best times of a binary's uploads, in one PUT and in parts, and
+// the largest memory any of them took.
+type cliRuns struct {
+	single, parts float64
+	mem           memory
+}
+
+func (c *cliRuns) run(b *testing.B, s *stack, bin, home, src string, del func(string)) {
+	id, took, m := s.cliUpload(b, bin, home, src, "--multipart-threshold", fmt.Sprint(2*gib))
+	c.single, c.mem = min(c.single, took.Seconds()), c.mem.max(m)
+	del(id)
+	id, took, m = s.cliUpload(b, bin, home, src)
+	c.parts, c.mem = min(c.parts, took.Seconds()), c.mem.max(m)
+	del(id)
+}
+
+func (c *cliRuns) report(b *testing.B, prefix string, curlAll float64) {
+	b.ReportMetric(gib/c.single/1e6, prefix+"-put-MB/s")
+	b.ReportMetric(gib/c.parts/1e6, prefix+"-parts-MB/s")
+	b.ReportMetric(100*curlAll/c.single, prefix+"-put-%-of-curl")
+	b.ReportMetric(100*curlAll/c.parts, prefix+"-parts-%-of-curl")
+	b.ReportMetric(float64(c.mem.rss)/(1<<20), prefix+"-peak-RSS-MiB")
+	b.ReportMetric(float64(c.mem.anon)/(1<<20), prefix+"-peak-anon-MiB")
 }
