@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -86,7 +85,7 @@ func (c *Client) UploadFile(ctx context.Context, path string, opts UploadOptions
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
-	u := &uploader{c: c, path: path, info: info, opts: opts,
+	u := &uploader{c: c, f: f, path: path, info: info, opts: opts,
 		progress: &progress{total: info.Size(), fn: opts.Progress}}
 	if opts.StateFile != "" {
 		if file, done, err := u.resume(ctx); done || err != nil {
@@ -101,6 +100,7 @@ func (c *Client) UploadFile(ctx context.Context, path string, opts UploadOptions
 
 type uploader struct {
 	c        *Client
+	f        *os.File
 	path     string
 	info     os.FileInfo
 	opts     UploadOptions
@@ -291,80 +291,34 @@ func checkLayout(up *api.Upload, size int64) error {
 }
 
 // put sends size bytes of the file from off to a pre-signed URL and answers the ETag.
-//
-// Each attempt sends a section of the file opened anew (sectionFile), which net/http
-// copies to the socket with sendfile: the bytes go from the page cache to the socket
-// without passing through this process, where reading them into a buffer and writing
-// them out again cost as much CPU as the storage host spends receiving them. The
-// section's file position is how far an attempt has gone, so progress reads it,
-// counting an attempt's bytes only until the next attempt replaces it.
+// Each attempt reads the section again from the file; progress counts an attempt's
+// bytes only until it is replaced by the next.
 func (u *uploader) put(ctx context.Context, url string, headers map[string]string, off, size int64) (string, error) {
 	var mu sync.Mutex
-	var cur *sectionFile // the current attempt's body
-	var counted int64    // the current attempt's bytes added to progress
-	body := func() (io.ReadCloser, error) {
-		s, err := u.section(off, size)
-		if err != nil {
-			return nil, err
-		}
+	var counted int64
+	body := func() io.ReadCloser {
 		mu.Lock()
-		defer mu.Unlock()
-		cur = s
 		u.progress.add(-counted)
 		counted = 0
-		return s, nil
+		mu.Unlock()
+		return io.NopCloser(&countingReader{r: io.NewSectionReader(u.f, off, size), add: func(n int64) {
+			mu.Lock()
+			counted += n
+			mu.Unlock()
+			u.progress.add(n)
+		}})
 	}
-	// report adds to progress what the current attempt has sent since the last call;
-	// all of it once the part has landed.
-	report := func(landed bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		n := size
-		if !landed {
-			pos, err := cur.f.Seek(0, io.SeekCurrent)
-			if err != nil {
-				return // closed: the attempt is over
-			}
-			n = min(max(pos-off, 0), size)
-		}
-		if n > counted {
-			u.progress.add(n - counted)
-			counted = n
-		}
-	}
-	first, err := body()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, body())
 	if err != nil {
-		return "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, first)
-	if err != nil {
-		first.Close()
 		return "", errorf("upload: %w", err)
 	}
-	req.GetBody = body
+	req.GetBody = func() (io.ReadCloser, error) { return body(), nil }
 	req.ContentLength = size
 	for k, v := range headers {
 		if http.CanonicalHeaderKey(k) != "Content-Length" {
 			req.Header.Set(k, v)
 		}
 	}
-	if u.progress.fn != nil {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			tick := time.NewTicker(progressInterval)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					report(false)
-				}
-			}
-		}()
-	}
-	// The transport closes every body it is given, on success and failure alike.
 	resp, err := u.c.doer.Do(req)
 	if err != nil {
 		return "", errorf("upload: %w", err)
@@ -374,62 +328,8 @@ func (u *uploader) put(ctx context.Context, url string, headers map[string]strin
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
 	resp.Body.Close()
-	report(true)
 	return resp.Header.Get("ETag"), nil
 }
-
-// progressInterval is how often an upload's progress is read while a PUT is under way.
-const progressInterval = 100 * time.Millisecond
-
-// section opens the file being uploaded anew for the size bytes from off. It must be
-// the file UploadFile opened: one put in its place since is refused.
-func (u *uploader) section(off, size int64) (*sectionFile, error) {
-	f, err := os.Open(u.path)
-	if err != nil {
-		return nil, errorf("upload: %w", err)
-	}
-	info, err := f.Stat()
-	if err == nil && !os.SameFile(info, u.info) {
-		err = fmt.Errorf("%s was replaced while it was being sent", u.path)
-	}
-	if err == nil {
-		_, err = f.Seek(off, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
-		return nil, errorf("upload: %w", err)
-	}
-	return &sectionFile{f: f, end: off + size}, nil
-}
-
-// sectionFile is a request body of a file's bytes from its position to end, read
-// through its own open file. It lends the file's descriptor (syscall.Conn), which is
-// how net sends it with sendfile when net/http copies the body to a TCP connection;
-// Read serves every other path, and tells net/http, which reads on past the declared
-// length to check there is nothing more, that the section ends at end.
-type sectionFile struct {
-	f   *os.File
-	end int64
-}
-
-func (s *sectionFile) Read(p []byte) (int, error) {
-	// The position, not a count of the bytes read here: sendfile moves it too.
-	pos, err := s.f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return 0, err
-	}
-	if pos >= s.end {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > s.end-pos {
-		p = p[:s.end-pos]
-	}
-	return s.f.Read(p)
-}
-
-func (s *sectionFile) SyscallConn() (syscall.RawConn, error) { return s.f.SyscallConn() }
-
-func (s *sectionFile) Close() error { return s.f.Close() }
 
 // save writes the state file whole (a new file renamed over the old), so a crash
 // leaves the previous state or the new one, never half of one.
@@ -479,4 +379,17 @@ func (p *progress) add(n int64) {
 	if p.fn != nil {
 		p.fn(UploadProgress{Sent: p.sent, Total: p.total})
 	}
+}
+
+type countingReader struct {
+	r   io.Reader
+	add func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.add(int64(n))
+	}
+	return n, err
 }
