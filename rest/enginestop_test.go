@@ -32,12 +32,14 @@ func processCPU(t *testing.T) time.Duration {
 }
 
 // requireIdleWithin checks that this process's CPU falls idle within limit: its use,
-// sampled over consecutive quarter seconds, drops under a tenth of a core and stays
+// sampled over consecutive quarter seconds, drops under a third of a core and stays
 // there for a second. A render running on (libvips' threads, beyond the job) keeps
-// a core busy.
+// at least a core busy even on a loaded machine; the process's own idle work (the
+// workers' pollers, the relay, GC) stays far below a third, but spikes past a tenth
+// when the machine is busy (6–12 % seen in CI), which is why the bound is not lower.
 func requireIdleWithin(t *testing.T, limit time.Duration) {
 	t.Helper()
-	const window = 250 * time.Millisecond
+	const window, idle = 250 * time.Millisecond, 0.33
 	start := time.Now()
 	idleSince := time.Time{}
 	for {
@@ -45,7 +47,7 @@ func requireIdleWithin(t *testing.T, limit time.Duration) {
 		time.Sleep(window) // the interval the CPU time is sampled over
 		busy := float64(processCPU(t)-before) / float64(time.Since(at))
 		switch {
-		case busy >= 0.1:
+		case busy >= idle:
 			idleSince = time.Time{}
 		case idleSince.IsZero():
 			idleSince = at
@@ -95,7 +97,7 @@ func TestSVGFilterBombIsRefused(t *testing.T) {
 	require.Equal(t, domain.CodeUnsupportedInput, j["error"].(map[string]any)["code"], "%v", j["error"])
 	require.EqualValues(t, 1, j["attempts"])
 	require.Less(t, jobSpan(t, j), deadline+5*time.Second)
-	requireIdleWithin(t, 5*time.Second)
+	requireIdleWithin(t, 10*time.Second)
 }
 
 // circlesSVG is a render that passes the cost checks but takes many seconds: 3,000
@@ -126,7 +128,7 @@ func TestRenderPastItsDeadlineIsNotRetried(t *testing.T) {
 	require.Equal(t, domain.CodeTimeout, j["error"].(map[string]any)["code"], "%v", j["error"])
 	require.EqualValues(t, 1, j["attempts"], "a deadline is met again: not retried")
 	require.Less(t, jobSpan(t, j), deadline+5*time.Second)
-	requireIdleWithin(t, 5*time.Second)
+	requireIdleWithin(t, 10*time.Second)
 }
 
 // stubborn stands for an engine that is slow to stop: a run of a file named slow.pdf
