@@ -198,18 +198,29 @@ func (e *hookEnv) newJobEvent() *domain.Event {
 	return ev
 }
 
-// relay relays until the outbox is empty and returns how many events it claimed.
+// relay relays until none of this env's events is left in the outbox and returns how
+// many events it claimed. Parallel tests share the outbox: another test's relay may
+// hold this env's events claimed, their deliveries not yet committed, when this one
+// finds nothing left to claim.
 func (e *hookEnv) relay() int {
 	e.t.Helper()
+	ctx := context.Background()
 	total := 0
-	for {
-		n, err := e.svc.Webhooks.Relay(context.Background(), 50)
-		require.NoError(e.t, err)
-		total += n
-		if n == 0 {
-			return total
+	eventually.True(e.t, "this test's events relayed", func() bool {
+		for {
+			n, err := e.svc.Webhooks.Relay(ctx, 50)
+			require.NoError(e.t, err)
+			total += n
+			if n == 0 {
+				break
+			}
 		}
-	}
+		var left int
+		require.NoError(e.t, e.store.DB().NewRaw(`SELECT count(*) FROM event_outbox o JOIN events ev ON ev.id = o.event_id
+			WHERE ev.organization_id = ?`, e.boot.Organization.ID).Scan(ctx, &left))
+		return left == 0
+	})
+	return total
 }
 
 // runDue makes every attempt due now, as the queue would at its time.
