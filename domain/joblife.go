@@ -139,12 +139,13 @@ func (s *Jobs) sweepLostArtifacts(ctx context.Context, j *Job, kept []*Artifact)
 	}
 	removed := 0
 	for _, k := range keys {
-		if keep[k] || err != nil {
+		if keep[k] {
 			continue
 		}
-		if err = s.Blobs.Delete(ctx, k); err == nil {
-			removed++
+		if err = s.Blobs.Delete(ctx, k); err != nil {
+			break
 		}
+		removed++
 	}
 	if err != nil && s.Log != nil {
 		s.Log.WarnContext(ctx, "objects stored by the job's lost attempts could not be swept",
