@@ -310,10 +310,18 @@ func buildFilemill(tb testing.TB) string {
 			return
 		}
 		buildOnce.path = filepath.Join(dir, "filemill")
-		out, err := exec.Command("go", "build", "-o", buildOnce.path, "../cmd/filemill").CombinedOutput()
+		// As `make build` does: linked aside, then copied into place (see the Makefile).
+		linked := buildOnce.path + ".linked"
+		out, err := exec.Command("go", "build", "-o", linked, "../cmd/filemill").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("build filemill: %v\n%s", err, out)
+			return
 		}
+		if out, err := exec.Command("cp", linked, buildOnce.path).CombinedOutput(); err != nil {
+			buildOnce.err = fmt.Errorf("copy filemill: %v\n%s", err, out)
+			return
+		}
+		buildOnce.err = os.Remove(linked)
 	})
 	if buildOnce.err != nil {
 		tb.Fatal(buildOnce.err)

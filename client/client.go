@@ -26,6 +26,15 @@ type Client struct {
 	wait      waitConfig
 }
 
+// defaultHTTPClient is the one a Client uses unless given its own: Go's default
+// transport keeps 2 idle connections per host, so a client with more requests in
+// flight than that (parts of an upload, a run's jobs) would dial again for most.
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}()
+
 // Option adjusts a Client made by New.
 type Option func(*Client)
 
@@ -51,7 +60,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		return nil, errors.New("filemill: an API key is required")
 	}
 	c := &Client{baseURL: strings.TrimSuffix(baseURL, "/"), apiKey: apiKey, userAgent: "filemill-go",
-		hc: http.DefaultClient, doer: &retryDoer{policy: DefaultRetryPolicy()}, wait: defaultWaitConfig()}
+		hc: defaultHTTPClient, doer: &retryDoer{policy: DefaultRetryPolicy()}, wait: defaultWaitConfig()}
 	for _, o := range opts {
 		o(c)
 	}
