@@ -122,6 +122,7 @@ func (t *timedEngine) Run(ctx context.Context, in domain.EngineInput) (*domain.E
 // platform adds (API, admission, queue, claim, download, artifact upload, settlement).
 // Goal: p50 ≤ 20 ms.
 func BenchmarkBookkeepingInFlight(b *testing.B) {
+	rec := phaseTableOn()
 	s := newStack(b, stackOpts{})
 	te := &timedEngine{Engine: s.engines["inspect"]}
 	s.engines["inspect"] = te
@@ -144,6 +145,7 @@ func BenchmarkBookkeepingInFlight(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var mu sync.Mutex
 		var overhead, waited []time.Duration
+		var followed []followedJob
 		t0 := time.Now()
 		var wg sync.WaitGroup
 		for c := 0; c < inFlight; c++ {
@@ -157,6 +159,7 @@ func BenchmarkBookkeepingInFlight(b *testing.B) {
 						return
 					}
 					id := j["id"].(string)
+					var seen time.Time
 					for {
 						st, job, err := s.call(context.Background(), client, "GET", "/v1/jobs/"+id, nil)
 						if err != nil || st != 200 {
@@ -164,6 +167,7 @@ func BenchmarkBookkeepingInFlight(b *testing.B) {
 							return
 						}
 						if job["state"] == "succeeded" {
+							seen = time.Now()
 							break
 						}
 						if job["state"] != "queued" && job["state"] != "running" {
@@ -183,6 +187,7 @@ func BenchmarkBookkeepingInFlight(b *testing.B) {
 					mu.Lock()
 					overhead = append(overhead, done.FinishedAt.Sub(done.CreatedAt)-eng)
 					waited = append(waited, done.StartedAt.Sub(done.CreatedAt))
+					followed = append(followed, followedJob{id: id, seen: seen})
 					mu.Unlock()
 				}
 			}()
@@ -198,6 +203,10 @@ func BenchmarkBookkeepingInFlight(b *testing.B) {
 		b.ReportMetric(float64(len(overhead))/elapsed.Seconds(), "jobs/s")
 		sort.Slice(waited, func(i, j int) bool { return waited[i] < waited[j] })
 		b.ReportMetric(float64(waited[len(waited)/2].Microseconds())/1000, "created-to-claimed-p50-ms")
+		if rec != nil {
+			phaseTable(b, rec, followed)
+			rec.Reset()
+		}
 	}
 }
 

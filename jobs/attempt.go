@@ -312,7 +312,9 @@ func (s *Attempts) ProcessJob(ctx context.Context, id, tmpRoot string, final boo
 }
 
 func (s *Attempts) processJob(ctx context.Context, id, tmpRoot string, final bool, clock *domain.PhaseClock) error {
-	j, f, err := s.ClaimJobWithFile(ctx, id)
+	cctx, span := domain.StartSpan(ctx, "claim job")
+	j, f, err := s.ClaimJobWithFile(cctx, id)
+	domain.EndSpan(span, err)
 	if err != nil {
 		return s.notRun(ctx, err)
 	}
@@ -344,7 +346,9 @@ func (s *Attempts) processJob(ctx context.Context, id, tmpRoot string, final boo
 		return domain.ErrJobSkipped
 	}
 	if runErr == nil {
-		retried, err := s.record(ctx, func(ctx context.Context) error { return s.SettleJob(ctx, j, arts, cost) })
+		sctx, span := domain.StartSpan(ctx, "settle job")
+		retried, err := s.record(sctx, func(ctx context.Context) error { return s.SettleJob(ctx, j, arts, cost) })
+		domain.EndSpan(span, err)
 		if errors.Is(err, domain.ErrJobSkipped) {
 			// Settled by another attempt, or by this one when the store committed a write
 			// whose answer was lost: then the artifacts are the job's.
