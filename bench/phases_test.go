@@ -86,7 +86,8 @@ func phaseTable(b *testing.B, rec *tracetest.SpanRecorder, followed []followedJo
 		"scratch directory, plan",
 		"download input",
 		"engine",
-		"verify output + upload artifact",
+		"verify output",
+		"upload artifact",
 		"attempt's bookkeeping before the settle",
 		"settle write (finished_at is taken at its start)",
 		"client sees it (its next poll)",
@@ -104,7 +105,8 @@ func phaseTable(b *testing.B, rec *tracetest.SpanRecorder, followed []followedJo
 		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
 			continue
 		}
-		var engStart, engEnd, upEnd time.Time
+		var engStart, engEnd time.Time
+		var verify, upload time.Duration
 		for name, ss := range att {
 			for _, s := range ss {
 				switch {
@@ -115,24 +117,26 @@ func phaseTable(b *testing.B, rec *tracetest.SpanRecorder, followed []followedJo
 					if s.EndTime().After(engEnd) {
 						engEnd = s.EndTime()
 					}
-				case name == "verify output" || name == "upload artifact":
-					if s.EndTime().After(upEnd) {
-						upEnd = s.EndTime()
-					}
+				case name == "verify output":
+					verify += s.EndTime().Sub(s.StartTime())
+				case name == "upload artifact":
+					upload += s.EndTime().Sub(s.StartTime())
 				}
 			}
 		}
-		if engStart.IsZero() || upEnd.IsZero() {
+		if engStart.IsZero() || upload == 0 {
 			continue
 		}
 		instants := []time.Time{srv.StartTime(), admit.StartTime(), admit.EndTime(), enq.EndTime(), attempt.StartTime(),
-			claim.EndTime(), dl.StartTime(), dl.EndTime(), engEnd, upEnd, settle.StartTime(), settle.EndTime(), j.seen}
+			claim.EndTime(), dl.StartTime(), dl.EndTime(), engEnd}
 		// The engine segment starts where the download ends: what lies between is the
 		// engine's own set-up, timed with it.
-		row := make([]time.Duration, len(instants)-1)
-		for k := range row {
-			row[k] = instants[k+1].Sub(instants[k])
+		var row []time.Duration
+		for k := 1; k < len(instants); k++ {
+			row = append(row, instants[k].Sub(instants[k-1]))
 		}
+		row = append(row, verify, upload, settle.StartTime().Sub(engEnd)-verify-upload,
+			settle.EndTime().Sub(settle.StartTime()), j.seen.Sub(settle.EndTime()))
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {

@@ -92,7 +92,7 @@ func (s *Store) FindBatchByID(ctx context.Context, id string) (*domain.Batch, er
 // as one atomic write (see writeAtOnce): the job's row is changed only if it is still
 // where it was moved from, and the account's sums move only if they stay above zero.
 func (s *Store) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
-	w := atomicWrite{transition: &jobTransition{job: t.Job, fromState: t.FromState, fromAttempts: t.FromAttempts}}
+	w := atomicWrite{transition: &jobTransition{job: t.Job, fromState: t.FromState, fromAttempts: t.FromAttempts}, lazy: t.Lazy}
 	artifacts := orEmpty(t.Artifacts)
 	move := &creditMove{}
 	entries, err := move.add(t.Ledger, domain.LedgerCharge, domain.LedgerRelease)

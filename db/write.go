@@ -35,6 +35,9 @@ type atomicWrite struct {
 	// granted (domain.ErrConcurrencyLimit, domain.ErrSpendLimit otherwise).
 	projectLimits []projectLimit
 	spendLimits   []spendLimit
+	// lazy commits without waiting for the WAL to reach the disk (PostgreSQL's
+	// synchronous_commit off, for this write only).
+	lazy bool
 }
 
 type jobTransition struct {
@@ -190,6 +193,9 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 	if w.move != nil {
 		shape.WriteString("move,")
 	}
+	if w.lazy {
+		shape.WriteString("lazy,")
+	}
 	writeStatements.Lock()
 	defer writeStatements.Unlock()
 	if q, ok := writeStatements.m[shape.String()]; ok {
@@ -241,6 +247,10 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 	final := "SELECT true"
 	if len(checks) > 0 {
 		final = "SELECT CASE " + strings.Join(checks, "\n\t") + " ELSE true END"
+	}
+	if w.lazy {
+		// Local to the statement's own transaction, and read as it commits.
+		final += ", set_config('synchronous_commit', 'off', true)"
 	}
 	q := newHotQuery("WITH " + strings.Join(ctes, ",\n") + "\n" + final)
 	writeStatements.m[shape.String()] = q

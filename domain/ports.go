@@ -160,6 +160,10 @@ type JobTransition struct {
 	Artifacts    []*Artifact
 	Ledger       []*LedgerEntry
 	Events       []*Event
+	// Lazy commits without waiting for the disk: a crash of the database right after may
+	// lose the move, leaving the job as it was. Only for a move whose loss the job's own
+	// recovery mends (see claimJob).
+	Lazy bool
 }
 
 // Store is the metadata store. Find methods return ErrNotFound for a missing row.

@@ -117,7 +117,7 @@ func checkLength(w http.ResponseWriter, r *http.Request, size int64) bool {
 // receive streams the body of a checked PUT into a temp file; on a short or long body
 // it answers, removes the file and returns nil.
 func (l *Local) receive(w http.ResponseWriter, r *http.Request, size int64) *written {
-	wr, err := l.writeTemp(r.Body, size+1)
+	wr, err := l.writeTemp(r.Body, size+1, true)
 	if err != nil {
 		l.answerWriteFailed(w, fmt.Errorf("receive %s: %w", r.URL.Path, err))
 		return nil
