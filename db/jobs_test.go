@@ -161,6 +161,37 @@ func TestJobs(t *testing.T) {
 	})
 }
 
+// A lazy transition is written like any other, and its relaxed commit stays its own:
+// the connection's next write waits for the disk again.
+func TestLazyTransition(t *testing.T) {
+	t.Parallel()
+	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		tn := setupTenants(t, s)
+		j := newJob(tn.prj, domain.EnvLive)
+		require.NoError(t, s.CreateJob(ctx, j))
+		// One connection, so the setting read below is the one the write ran on.
+		s.DB().SetMaxOpenConns(1)
+		run := *j
+		run.State, run.Attempts, run.StartedAt, run.LeaseExpiresAt = domain.JobRunning, 1, ptr(now()), ptr(now().Add(time.Minute))
+		require.NoError(t, s.TransitionJob(ctx, &domain.JobTransition{Job: &run, FromState: domain.JobQueued, Lazy: true}))
+		got, err := s.FindJobByID(ctx, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, domain.JobRunning, got.State)
+		require.Equal(t, 1, got.Attempts)
+		stale := run
+		stale.Attempts = 2
+		err = s.TransitionJob(ctx, &domain.JobTransition{Job: &stale, FromState: domain.JobQueued, Lazy: true})
+		require.ErrorIs(t, err, domain.ErrStaleJob, "a lazy move is as conditional as any")
+		if s.Dialect() == db.DialectPostgres {
+			var setting string
+			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT current_setting('synchronous_commit')").Scan(&setting))
+			require.Equal(t, "on", setting)
+		}
+	})
+}
+
 func TestJobQueries(t *testing.T) {
 	t.Parallel()
 	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
