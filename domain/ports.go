@@ -536,6 +536,12 @@ type Blobs interface {
 	// List returns up to limit keys stored under prefix (which ends with "/"), in no
 	// promised order.
 	List(ctx context.Context, prefix string, limit int) ([]string, error)
+	// AbortUploadsUnder ends up to limit uploads still open for keys under prefix (which
+	// ends with "/") and discards their bytes, returning how many it ended: those opened
+	// with CreateUpload, and those a store opens itself for a large Put that a killed
+	// process never finished, which List does not show. A Put still writing under prefix
+	// may fail.
+	AbortUploadsUnder(ctx context.Context, prefix string, limit int) (int, error)
 	Ping(ctx context.Context) error
 }
 

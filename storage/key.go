@@ -32,6 +32,15 @@ func checkKey(key string) error {
 	return nil
 }
 
+// checkPrefix accepts what checkKey accepts, followed by "/": a prefix never matches
+// part of a segment.
+func checkPrefix(prefix string) error {
+	if !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("%w: prefix %q must end with /", ErrInvalidKey, prefix)
+	}
+	return checkKey(strings.TrimSuffix(prefix, "/"))
+}
+
 // escapeKey escapes each segment of a key for a URL path, keeping the slashes.
 func escapeKey(key string) string {
 	segs := strings.Split(key, "/")

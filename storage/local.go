@@ -301,10 +301,7 @@ func (l *Local) Delete(_ context.Context, key string) error {
 
 // List returns up to limit keys of the objects stored under prefix.
 func (l *Local) List(_ context.Context, prefix string, limit int) ([]string, error) {
-	if !strings.HasSuffix(prefix, "/") {
-		return nil, fmt.Errorf("%w: list prefix %q must end with /", ErrInvalidKey, prefix)
-	}
-	if err := checkKey(strings.TrimSuffix(prefix, "/")); err != nil {
+	if err := checkPrefix(prefix); err != nil {
 		return nil, err
 	}
 	var keys []string
@@ -333,6 +330,51 @@ func (l *Local) List(_ context.Context, prefix string, limit int) ([]string, err
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	return keys, nil
+}
+
+// AbortUploadsUnder ends the staged uploads opened for keys under prefix. A Put leaves
+// nothing under prefix to end: it writes into .tmp, under a name that tells no key, and
+// renames the whole file into place, so one killed midway leaves only a file in .tmp,
+// which NewLocal removes once it is staleTemp old.
+func (l *Local) AbortUploadsUnder(ctx context.Context, prefix string, limit int) (int, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir(l.uploads)
+	if err != nil {
+		return 0, fmt.Errorf("abort uploads under %s: %w", prefix, err)
+	}
+	aborted := 0
+	for _, e := range entries {
+		if aborted == limit {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return aborted, err
+		}
+		key, err := os.ReadFile(filepath.Join(l.uploads, e.Name(), "key"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // ended meanwhile
+		}
+		if err != nil {
+			return aborted, fmt.Errorf("abort uploads under %s: %w", prefix, err)
+		}
+		if !strings.HasPrefix(string(key), prefix) {
+			continue
+		}
+		ended, err := l.claimUpload(string(key), e.Name())
+		if errors.Is(err, domain.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return aborted, err
+		}
+		if err := os.RemoveAll(ended); err != nil {
+			return aborted, fmt.Errorf("abort upload %s: %w", e.Name(), err)
+		}
+		aborted++
+	}
+	return aborted, nil
 }
 
 // pruneDirs removes the empty directories a deleted object leaves behind, so deleted

@@ -123,6 +123,7 @@ type s3API interface {
 	ListObjectParts(ctx context.Context, bucket, key, uploadID string, partNumberMarker, maxParts int) (minio.ListObjectPartsResult, error)
 	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []minio.CompletePart, opts minio.PutObjectOptions) (minio.UploadInfo, error)
 	AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error
+	ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker, uploadIDMarker, delimiter string, maxUploads int) (minio.ListMultipartUploadsResult, error)
 }
 
 // s3Signer mints the URLs clients use; it makes no request.
@@ -399,10 +400,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 
 // List returns up to limit keys of the objects stored under prefix.
 func (s *S3) List(ctx context.Context, prefix string, limit int) ([]string, error) {
-	if !strings.HasSuffix(prefix, "/") {
-		return nil, fmt.Errorf("%w: list prefix %q must end with /", ErrInvalidKey, prefix)
-	}
-	if err := checkKey(strings.TrimSuffix(prefix, "/")); err != nil {
+	if err := checkPrefix(prefix); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -418,6 +416,47 @@ func (s *S3) List(ctx context.Context, prefix string, limit int) ([]string, erro
 		keys = append(keys, o.Key)
 	}
 	return keys, nil
+}
+
+// uploadsPage is how many open uploads one listing asks for: a listing runs from the
+// prefix on, so past the prefix's few it holds other keys' uploads, read for nothing.
+const uploadsPage = 100
+
+// AbortUploadsUnder aborts the multipart uploads open for keys under prefix. It lists
+// the bucket's uploads from prefix on and keeps those under it, rather than asking for
+// the prefix: MinIO takes a listing's prefix for one exact key (so finds none under a
+// prefix), and with none lists every upload this node opened and has not yet expired
+// itself (stale_uploads_expiry). S3 lists in key order from the marker, so the listing
+// ends at the first page that runs past prefix.
+func (s *S3) AbortUploadsUnder(ctx context.Context, prefix string, limit int) (int, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return 0, err
+	}
+	aborted := 0
+	keyMarker, idMarker := prefix, ""
+	for {
+		res, err := s.core.ListMultipartUploads(ctx, s.bucket, "", keyMarker, idMarker, "", uploadsPage)
+		if err != nil {
+			return aborted, s3Err("list uploads under", prefix, err)
+		}
+		for _, u := range res.Uploads {
+			if !strings.HasPrefix(u.Key, prefix) {
+				continue
+			}
+			if aborted == limit {
+				return aborted, nil
+			}
+			if err := s.AbortUpload(ctx, u.Key, u.UploadID); err != nil {
+				return aborted, err
+			}
+			aborted++
+		}
+		n := len(res.Uploads)
+		if !res.IsTruncated || n == 0 || !strings.HasPrefix(res.Uploads[n-1].Key, prefix) || res.NextKeyMarker == "" {
+			return aborted, nil
+		}
+		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
+	}
 }
 
 // Ping checks that the bucket answers.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -229,4 +231,63 @@ func putSigned(t *testing.T, u string, headers map[string]string, body []byte) {
 	resp.Body.Close()
 	require.Less(t, resp.StatusCode, 300, "%s", msg)
 
+}
+
+// keyOrderedUploads answers listings of open uploads as S3 does and MinIO does not: in
+// key order from the marker, two a page. It counts the listings asked for.
+type keyOrderedUploads struct {
+	s3API
+	listings int
+}
+
+func (k *keyOrderedUploads) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker, uploadIDMarker, _ string, _ int) (minio.ListMultipartUploadsResult, error) {
+	k.listings++
+	all, err := k.s3API.ListMultipartUploads(ctx, bucket, "", "", "", "", 0) // MinIO: all of the bucket's
+	if err != nil {
+		return all, err
+	}
+	slices.SortFunc(all.Uploads, func(a, b minio.ObjectMultipartInfo) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.UploadID, b.UploadID))
+	})
+	var res minio.ListMultipartUploadsResult
+	for _, u := range all.Uploads {
+		after := u.Key > keyMarker || (u.Key == keyMarker && uploadIDMarker != "" && u.UploadID > uploadIDMarker)
+		if !after || !strings.HasPrefix(u.Key, prefix) {
+			continue
+		}
+		if len(res.Uploads) == 2 {
+			res.IsTruncated = true
+			break
+		}
+		res.Uploads = append(res.Uploads, u)
+		res.NextKeyMarker, res.NextUploadIDMarker = u.Key, u.UploadID
+	}
+	return res, nil
+}
+
+func TestS3AbortUploadsUnderPagesInKeyOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newFaultyS3(t)
+	listed := &keyOrderedUploads{s3API: s.core}
+	s.core = listed
+	dir := "org/prj/file/artifacts/"
+	ids := map[string]string{}
+	for _, k := range []string{"job_0/x", "job_1/a", "job_1/b", "job_1/c", "job_10/d", "job_2/e"} {
+		id, err := s.CreateUpload(ctx, dir+k)
+		require.NoError(t, err)
+		ids[dir+k] = id
+	}
+	n, err := s.AbortUploadsUnder(ctx, dir+"job_1/", 100)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, 2, listed.listings, "the second page runs past the prefix: no third is asked for")
+	for k, id := range ids {
+		_, err := s.ListParts(ctx, k, id)
+		if strings.HasPrefix(k, dir+"job_1/") {
+			require.ErrorIs(t, err, domain.ErrNotFound, k)
+		} else {
+			require.NoError(t, err, k)
+		}
+	}
 }

@@ -143,3 +143,10 @@ func (t *TracedBlobs) List(ctx context.Context, prefix string, limit int) ([]str
 	end(err)
 	return keys, err
 }
+
+func (t *TracedBlobs) AbortUploadsUnder(ctx context.Context, prefix string, limit int) (int, error) {
+	ctx, end := span(ctx, "abort uploads under")
+	n, err := t.next.AbortUploadsUnder(ctx, prefix, limit)
+	end(err)
+	return n, err
+}

@@ -117,6 +117,46 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		require.ErrorIs(t, err, storage.ErrInvalidKey)
 	})
 
+	t.Run("AbortUploadsUnderPrefix", func(t *testing.T) {
+		ctx, b := setup(t)
+		mp := multipart(t, b)
+		dir := strings.TrimSuffix(Key(), "original") + "artifacts/"
+		// Left open as by a process killed while storing: one part stored, never completed.
+		open := func(k string) string {
+			id, err := b.CreateUpload(ctx, k)
+			require.NoError(t, err)
+			PutPart(t, mp, k, id, 1, Bytes(100))
+			return id
+		}
+		a, c, other := dir+"job_1/a", dir+"job_1/c", dir+"job_10/b"
+		idA, idC, idOther := open(a), open(c), open(other)
+		require.NoError(t, b.Put(ctx, dir+"job_1/stored", bytes.NewReader(Bytes(10)), 10))
+
+		n, err := b.AbortUploadsUnder(ctx, dir+"job_1/", 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "bounded by limit")
+		n, err = b.AbortUploadsUnder(ctx, dir+"job_1/", 100)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the one left")
+		for k, id := range map[string]string{a: idA, c: idC} {
+			_, err = mp.ListParts(ctx, k, id)
+			require.ErrorIs(t, err, domain.ErrNotFound, "the upload of %s has ended", k)
+		}
+		parts, err := mp.ListParts(ctx, other, idOther)
+		require.NoError(t, err)
+		require.Len(t, parts, 1, "job_10's upload is not under job_1/")
+		_, err = b.Stat(ctx, dir+"job_1/stored")
+		require.NoError(t, err, "a stored object is no upload")
+		n, err = b.AbortUploadsUnder(ctx, dir+"job_1/", 100)
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		_, err = b.AbortUploadsUnder(ctx, dir+"job_1", 100)
+		require.ErrorIs(t, err, storage.ErrInvalidKey, "a prefix ends with /")
+		_, err = b.AbortUploadsUnder(ctx, "../", 100)
+		require.ErrorIs(t, err, storage.ErrInvalidKey)
+	})
+
 	t.Run("PutUnknownSize", func(t *testing.T) {
 		ctx, b := setup(t)
 		k, data := Key(), Bytes(100_000)
