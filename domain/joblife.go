@@ -123,8 +123,10 @@ const maxSweptArtifacts = 10000
 // sweepLostArtifacts removes, once j has ended, the objects its earlier attempts stored
 // and never recorded: an attempt whose worker died between storing an artifact and
 // recording the outcome leaves its bytes behind (an attempt that lives on discards its
-// own). Only a job claimed more than once can have any; kept are the artifacts recorded
-// with the outcome. A sweep that fails is logged: the job's outcome stands.
+// own), and one that died while storing leaves an upload open, whose parts no listing
+// of objects shows. Only a job claimed more than once can have any; kept are the
+// artifacts recorded with the outcome. A sweep that fails is logged: the job's outcome
+// stands.
 func (s *Jobs) sweepLostArtifacts(ctx context.Context, j *Job, kept []*Artifact) {
 	if j.Attempts < 2 || s.Blobs == nil {
 		return
@@ -150,6 +152,10 @@ func (s *Jobs) sweepLostArtifacts(ctx context.Context, j *Job, kept []*Artifact)
 	if err != nil && s.Log != nil {
 		s.Log.WarnContext(ctx, "objects stored by the job's lost attempts could not be swept",
 			"job_id", j.ID, "removed", removed, "error", err.Error())
+	}
+	if aborted, err := s.Blobs.AbortUploadsUnder(ctx, prefix, maxSweptArtifacts); err != nil && s.Log != nil {
+		s.Log.WarnContext(ctx, "uploads left open by the job's lost attempts could not be aborted",
+			"job_id", j.ID, "aborted", aborted, "error", err.Error())
 	}
 }
 
