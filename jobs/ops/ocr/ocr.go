@@ -236,6 +236,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if err := loadTesseract(); err != nil {
+		return nil, err
+	}
 	return &Engine{cfg: cfg, pool: apiPool{datapath: cfg.TessdataDir, max: cfg.MaxIdle, idle: map[string][]*api{}}}, nil
 }
 

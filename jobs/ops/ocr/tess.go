@@ -103,19 +103,34 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/pdfcpu/pdfcpu/pkg/filter"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
+	"github.com/filemill/filemill/jobs/ops/internal/enginelib"
 	"github.com/filemill/filemill/jobs/ops/internal/imagepdf"
 )
 
-func init() { C.fm_quiet() } // leptonica would print to stderr on bad input
+// loadTesseract loads the engines' libraries once, and quiets leptonica, which would
+// print to stderr on bad input.
+var loadTesseract = sync.OnceValue(func() error {
+	if err := enginelib.Load(); err != nil {
+		return err
+	}
+	C.fm_quiet()
+	return nil
+})
 
 // tessVersion is libtesseract's version.
-func tessVersion() string { return C.GoString(C.TessVersion()) }
+func tessVersion() string {
+	if err := loadTesseract(); err != nil {
+		return "(not loaded: " + err.Error() + ")"
+	}
+	return C.GoString(C.TessVersion())
+}
 
 // api is one initialised tesseract instance: its language data is loaded once and
 // reused page after page. It is not safe for concurrent use.
@@ -125,6 +140,9 @@ type api struct {
 }
 
 func newAPI(datapath, langs string) (*api, error) {
+	if err := loadTesseract(); err != nil {
+		return nil, err
+	}
 	h := C.TessBaseAPICreate()
 	if h == nil {
 		return nil, errors.New("tesseract: cannot create an instance")

@@ -204,6 +204,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/filemill/filemill/jobs/ops/internal/enginelib"
 )
 
 // Format is an output image format.
@@ -225,6 +227,9 @@ var (
 // package that calls libvips starts it here.
 func Init() error {
 	initOnce.Do(func() {
+		if initErr = enginelib.Load(); initErr != nil {
+			return
+		}
 		if C.fm_init() != 0 {
 			initErr = fmt.Errorf("vips: start libvips: %s", takeError())
 		}
