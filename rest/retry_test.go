@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -145,6 +146,10 @@ func TestRetries(t *testing.T) {
 		lost, err := b.svc.Jobs.StoreArtifact(ctx, claimed, f, domain.EngineArtifact{Name: "lost.json", MIMEType: "application/json"},
 			strings.NewReader("{}"), 2)
 		require.NoError(t, err)
+		// and an upload it began and never finished.
+		openKey := domain.ArtifactKey(f, id, domain.NewID(domain.PrefixArtifact))
+		_, err = b.blobs.CreateUpload(ctx, openKey)
+		require.NoError(t, err)
 		insp := asynq.NewInspector(b.redisOpt)
 		defer insp.Close()
 		require.NoError(t, insp.DeleteTask(inspectQueue, id))
@@ -169,6 +174,9 @@ func TestRetries(t *testing.T) {
 		require.Len(t, arts, 1)
 		_, err = b.blobs.Stat(ctx, arts[0].StorageKey)
 		require.NoError(t, err, "the recorded result stays")
+		left, err := b.blobs.AbortUploadsUnder(ctx, path.Dir(openKey)+"/", 10)
+		require.NoError(t, err)
+		require.Zero(t, left, "the upload the dead attempt left open is ended with the job")
 	})
 
 	t.Run("ASettlementWhoseAnswerWasLostKeepsItsResult", func(t *testing.T) {
