@@ -157,15 +157,16 @@
 
 enum { VIPS, GOBJECT, GLIB, WEBP, GOMP, TESS, LEPT, NLIBS };
 
-// Sonames: ABI versions, stable for years (Debian 12 ships these).
-static const char *const library_names[NLIBS] = {
-	[VIPS] = "libvips.so.42",
-	[GOBJECT] = "libgobject-2.0.so.0",
-	[GLIB] = "libglib-2.0.so.0",
-	[WEBP] = "libwebp.so.7",
-	[GOMP] = "libgomp.so.1",
-	[TESS] = "libtesseract.so.5",
-	[LEPT] = "liblept.so.5",
+// Sonames, in order of preference: ABI versions, stable for years (Debian 12 ships the
+// first of each; leptonica renamed its library with 1.83).
+static const char *const library_names[NLIBS][3] = {
+	[VIPS] = {"libvips.so.42"},
+	[GOBJECT] = {"libgobject-2.0.so.0"},
+	[GLIB] = {"libglib-2.0.so.0"},
+	[WEBP] = {"libwebp.so.7"},
+	[GOMP] = {"libgomp.so.1"},
+	[TESS] = {"libtesseract.so.5"},
+	[LEPT] = {"liblept.so.5", "libleptonica.so.6"},
 };
 
 // The stub of name jumps through fm_engine_<name>, which first holds the address of
@@ -214,7 +215,9 @@ static char load_error[512];
 static void load(void) {
 	void *handles[NLIBS] = {0};
 	for (int i = 0; i < NLIBS; i++) {
-		handles[i] = dlopen(library_names[i], RTLD_NOW | RTLD_GLOBAL);
+		for (int k = 0; k < 3 && library_names[i][k] && !handles[i]; k++) {
+			handles[i] = dlopen(library_names[i][k], RTLD_NOW | RTLD_GLOBAL);
+		}
 		if (!handles[i]) {
 			snprintf(load_error, sizeof load_error, "%s", dlerror());
 			return;
@@ -224,7 +227,7 @@ static void load(void) {
 	for (size_t i = 0; i < sizeof engine_functions / sizeof engine_functions[0]; i++) {
 		found[i] = dlsym(handles[engine_functions[i].lib], engine_functions[i].name);
 		if (!found[i]) {
-			snprintf(load_error, sizeof load_error, "%s: %s not found", library_names[engine_functions[i].lib],
+			snprintf(load_error, sizeof load_error, "%s: %s not found", library_names[engine_functions[i].lib][0],
 				engine_functions[i].name);
 			return;
 		}
