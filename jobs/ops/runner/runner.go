@@ -52,6 +52,10 @@ type Cmd struct {
 	// WaitDelay bounds how long the output pipes may stay open after the group was
 	// killed (a descendant that left the group); 0 takes one second.
 	WaitDelay time.Duration
+	// Cgroup is the directory of a cgroup the child joins before its program's first
+	// instruction, so that every process it starts is in it too: a shell adds itself
+	// to the group and then execs the program. "" joins none.
+	Cgroup string
 }
 
 // ExitError is a child that ended other than with status 0. Stderr is its trimmed tail,
@@ -176,6 +180,10 @@ func start(c Cmd, stdin, stdout *os.File) (*Process, error) {
 		args = append(append(lim, "--", path), c.Args...)
 		path = prlimitPath
 		wrapped = true
+	}
+	if c.Cgroup != "" {
+		args = append([]string{"-c", `echo $$ > "$1" && shift && exec "$@"`, "cgroup", filepath.Join(c.Cgroup, "cgroup.procs"), path}, args...)
+		path = "/bin/sh"
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir = c.Dir
