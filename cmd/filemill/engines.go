@@ -87,7 +87,7 @@ func newEngines(cfg *Config, scanner *scan.Engine, log *slog.Logger) (_ map[stri
 				c.Instances = cfg.OfficeInstances
 			}
 			c.ConversionsPerInstance, c.Timeout, c.QueueTimeout = cfg.OfficeConversions, cfg.OfficeTimeout, cfg.OfficeQueueTimeout
-			c.MemoryLimit, c.Sandbox = cfg.OfficeMemoryLimit, cfg.OfficeSandbox
+			c.MemoryLimit, c.JobMemoryLimit, c.Sandbox = cfg.OfficeMemoryLimit, cfg.Domain.JobMemory, cfg.OfficeSandbox
 			c.RenderPage, c.CountPDFPages = renderPageWith(p), pdf.CountPages
 			return office.New(c)
 		},

@@ -151,7 +151,8 @@ func inputKind(f domain.Format, filename string) (string, kind) {
 //
 // Errors: unsupported_input for a pair it cannot do or an input over the limits;
 // encrypted_file for a password-protected document; corrupted_file for one that
-// cannot be read; output_validation_failed when the output does not verify;
+// cannot be read; resource_limit_exceeded for one that needs more memory than
+// Config.JobMemoryLimit; output_validation_failed when the output does not verify;
 // invalid_request for bad options; other errors (a LibreOffice instance that crashed
 // or hung, a full queue) are retryable failures.
 func (e *Engine) Run(ctx context.Context, in domain.EngineInput) (*domain.EngineOutput, error) {
@@ -291,7 +292,9 @@ func (c *conversion) scratch(name string) (string, error) {
 // An instance that crashes (or breaks its protocol) on the document may have been
 // worn by those before it: the conversion is tried once more on another. A document
 // that crashes a second instance as well is the document's fault (corrupted_file),
-// and another attempt of the job would only crash a third.
+// and another attempt of the job would only crash a third. One that took its
+// instance past its memory bound would do so again on any other: it is not tried
+// again.
 func (e *Engine) lo(ctx context.Context, in, out, filter, options, to string) error {
 	req := request{Op: "convert", In: in, Out: out, Import: filter, ImportOptions: options, To: to}
 	_, err := e.pool.convert(ctx, req)
@@ -303,6 +306,8 @@ func (e *Engine) lo(ctx context.Context, in, out, filter, options, to string) er
 	}
 	var de *docError
 	switch {
+	case domain.ErrorCode(err) == domain.CodeResourceLimitExceeded:
+		return domain.AsError(err)
 	case errors.As(err, &de):
 		switch de.kind {
 		case "encrypted":
@@ -324,9 +329,11 @@ func (e *Engine) lo(ctx context.Context, in, out, filter, options, to string) er
 }
 
 // crashed reports whether a conversion ended with its instance crashed or its
-// protocol broken, rather than with an answer, its deadline or the caller's.
+// protocol broken, rather than with an answer, its deadline, the caller's or its
+// memory bound.
 func crashed(ctx context.Context, err error) bool {
-	return errors.Is(err, runner.ErrBroken) && !errors.Is(err, runner.ErrRunTimeout) && ctx.Err() == nil
+	return errors.Is(err, runner.ErrBroken) && !errors.Is(err, runner.ErrRunTimeout) && ctx.Err() == nil &&
+		domain.ErrorCode(err) != domain.CodeResourceLimitExceeded
 }
 
 // precheck refuses a zip-based document whose container cannot be read: LibreOffice

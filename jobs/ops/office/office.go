@@ -49,6 +49,11 @@ type Config struct {
 	// MemoryLimit caps each instance's address space (helper and LibreOffice); default
 	// 4 GiB.
 	MemoryLimit int64
+	// JobMemoryLimit bounds the memory of the instance serving a job, its own (about
+	// 150 MB idle) included, where the host lets each instance have a memory cgroup:
+	// a conversion past it fails resource_limit_exceeded. It is held within
+	// MemoryLimit; 0 leaves MemoryLimit alone.
+	JobMemoryLimit int64
 	// ProfileDir holds the instances' profiles and the helper script; default a fresh
 	// temporary directory removed at Close.
 	ProfileDir string
@@ -111,6 +116,8 @@ func (c Config) Validate() error {
 		return errors.New("office: MaxQueue must not be negative")
 	case c.MemoryLimit != 0 && c.MemoryLimit < 512<<20:
 		return errors.New("office: MemoryLimit below 512 MiB cannot start LibreOffice")
+	case c.JobMemoryLimit < 0:
+		return errors.New("office: JobMemoryLimit must not be negative")
 	case c.MaxInputBytes < 0, c.MaxPixels < 0, c.MaxImagePages < 0:
 		return errors.New("office: limits must not be negative")
 	case c.ImageDPI != 0 && (c.ImageDPI < 36 || c.ImageDPI > 600):

@@ -5,8 +5,10 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/memcg"
 	"github.com/filemill/filemill/jobs/ops/runner"
 )
 
@@ -65,7 +69,8 @@ type instance struct {
 	in        io.WriteCloser
 	out       *bufio.Reader
 	officePID int
-	exchange  string // the sandbox's exchange directory; "" when unconfined
+	exchange  string       // the sandbox's exchange directory; "" when unconfined
+	mem       *memcg.Group // bounds the instance's memory; nil where no cgroup can
 }
 
 var _ runner.Instance = (*instance)(nil)
@@ -155,6 +160,24 @@ func (i *instance) Healthy(ctx context.Context) error {
 func (i *instance) Stop() {
 	i.p.Kill()
 	i.in.Close()
+	if i.mem != nil {
+		if err := i.mem.Remove(); err != nil {
+			slog.Warn("office: removing an instance's memory cgroup", "error", err.Error())
+		}
+	}
+}
+
+// oomKills counts the instance's processes the kernel killed for its memory bound.
+func (i *instance) oomKills() int64 {
+	if i.mem == nil {
+		return 0
+	}
+	n, err := i.mem.OOMKills()
+	// A group removed as its instance was stopped at the run's deadline has no count.
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		slog.Warn("office: reading an instance's memory cgroup", "error", err.Error())
+	}
+	return n
 }
 
 func (i *instance) Done() <-chan struct{} { return i.p.Done() }
@@ -168,6 +191,7 @@ type pool struct {
 	root   string // profiles and the helper script live here
 	ownDir bool
 	box    sandbox
+	mem    *memcg.Parent // nil where instances cannot get a memory cgroup
 	sup    *runner.Supervisor[*instance]
 
 	once    sync.Once
@@ -190,6 +214,10 @@ func newPool(cfg Config) (*pool, error) {
 		return nil, err
 	}
 	p.sup = sup
+	if p.mem, err = memcg.Open(); err != nil {
+		slog.Warn("office: LibreOffice instances are not bounded per job, only by their address-space cap (FILEMILL_OFFICE_MEMORY_LIMIT): "+
+			"bounding them needs root and a memory cgroup (cgroup v2 with the memory controller, or a v1 memory hierarchy)", "error", err.Error())
+	}
 	return p, nil
 }
 
@@ -213,6 +241,15 @@ func (p *pool) prepare() error {
 		p.box, p.initErr = newSandbox(p.cfg)
 	})
 	return p.initErr
+}
+
+// memoryLimit is the bound of each instance's memory cgroup: the job's, within the
+// instance's own cap.
+func (p *pool) memoryLimit() int64 {
+	if m := p.cfg.JobMemoryLimit; m > 0 {
+		return min(m, p.cfg.MemoryLimit)
+	}
+	return p.cfg.MemoryLimit
 }
 
 // profile returns the slot's profile directory, seeded with the locked-down settings.
@@ -258,7 +295,8 @@ func (p *pool) startOnce(ctx context.Context, slot int, fresh bool) (*instance, 
 	}
 	// Unique per start across every pool of the process: an instance that found
 	// another's pipe would convert on the wrong office.
-	pipe := fmt.Sprintf("filemill-%d-%d-%d", os.Getpid(), slot, pipeSeq.Add(1))
+	seq := pipeSeq.Add(1)
+	pipe := fmt.Sprintf("filemill-%d-%d-%d", os.Getpid(), slot, seq)
 	helper, exchange := filepath.Join(p.root, "helper.py"), ""
 	path, args := p.cfg.Python, []string{helper, p.cfg.Soffice, prof, pipe, strconv.FormatFloat(timeout.Seconds(), 'f', 1, 64)}
 	if p.box.on() {
@@ -272,16 +310,28 @@ func (p *pool) startOnce(ctx context.Context, slot int, fresh bool) (*instance, 
 		args[0], args[2] = boxHelper, boxProfile
 		path, args = p.box.wrap(boxDirs{profile: prof, exchange: exchange, tmp: tmp, helper: helper}, p.cfg.Python, args)
 	}
+	var mem *memcg.Group
+	cgroup := ""
+	if p.mem != nil {
+		if mem, err = p.mem.NewGroup(fmt.Sprintf("office-%d-%d", slot, seq), p.memoryLimit()); err != nil {
+			return nil, fmt.Errorf("office: memory cgroup: %w", err)
+		}
+		cgroup = mem.Dir()
+	}
 	proc, in, out, err := runner.StartPiped(runner.Cmd{
 		Path:   path,
 		Args:   args,
 		Env:    officeEnv(),
 		Limits: runner.Limits{Memory: p.cfg.MemoryLimit},
+		Cgroup: cgroup,
 	})
 	if err != nil {
+		if mem != nil {
+			_ = mem.Remove()
+		}
 		return nil, err
 	}
-	inst := &instance{p: proc, in: in, out: bufio.NewReaderSize(out, maxReplyBytes), exchange: exchange}
+	inst := &instance{p: proc, in: in, out: bufio.NewReaderSize(out, maxReplyBytes), exchange: exchange, mem: mem}
 	type res struct {
 		r   *reply
 		err error
@@ -326,16 +376,28 @@ func officeEnv() []string {
 }
 
 // convert runs one conversion on a free instance. Errors: *docError for a document
-// LibreOffice refused, runner errors otherwise.
+// LibreOffice refused; resource_limit_exceeded (wrapped with runner.ErrBroken, the
+// instance is replaced) for one that failed as the kernel killed in the instance for
+// its memory bound; runner errors otherwise.
 func (p *pool) convert(ctx context.Context, req request) (*reply, error) {
 	var r *reply
 	err := p.sup.Run(ctx, p.cfg.Timeout, func(ctx context.Context, inst *instance) error {
+		kills := inst.oomKills()
+		var err error
 		if inst.exchange == "" {
-			var err error
 			r, err = inst.call(req)
-			return err
+		} else {
+			err = inst.convertBoxed(req, &r)
 		}
-		return inst.convertBoxed(req, &r)
+		if (err != nil || !r.OK) && inst.oomKills() > kills {
+			le := domain.ResourceLimit(domain.LimitMemory, inst.mem.Limit())
+			le.Cause = err
+			if err == nil {
+				le.Cause = &docError{kind: r.Error, detail: r.Detail}
+			}
+			return fmt.Errorf("office: out of memory: %w: %w", runner.ErrBroken, le)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -367,6 +429,11 @@ func (i *instance) convertBoxed(req request, r **reply) error {
 
 func (p *pool) close() {
 	p.sup.Close()
+	if p.mem != nil {
+		if err := p.mem.Close(); err != nil {
+			slog.Warn("office: removing the memory cgroups", "error", err.Error())
+		}
+	}
 	if p.ownDir {
 		os.RemoveAll(p.root)
 	}

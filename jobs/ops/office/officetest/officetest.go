@@ -152,6 +152,18 @@ func XLSX(tb testing.TB, rows [][]string) []byte {
 	})
 }
 
+// RepeatedCellsODS returns a spreadsheet of rows×cols cells holding 1, written as one
+// cell repeated: a few hundred bytes that LibreOffice fills in cell by cell, its memory
+// growing with each (a million rows of a thousand columns need gigabytes).
+func RepeatedCellsODS(tb testing.TB, rows, cols int) []byte {
+	tb.Helper()
+	return odf(tb, "application/vnd.oasis.opendocument.spreadsheet", fmt.Sprintf(`<office:document-content `+
+		`xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" office:version="1.2">`+
+		`<office:body><office:spreadsheet><table:table table:name="Data"><table:table-row table:number-rows-repeated="%d">`+
+		`<table:table-cell table:number-columns-repeated="%d" office:value-type="float" office:value="1"/>`+
+		`</table:table-row></table:table></office:spreadsheet></office:body></office:document-content>`, rows, cols), nil)
+}
+
 // FlatODP returns a flat ODF presentation with one slide per title.
 func FlatODP(titles []string) []byte {
 	var pages strings.Builder
