@@ -11,7 +11,8 @@
 // (-benchtime 1x: each benchmark is time-boxed by its own load run). BENCH_WORKERS sets
 // the number of closed-loop clients (default 8) to trace the throughput/latency curve;
 // BENCH_PG_POOL caps the PostgreSQL pool of the stack under test. BenchmarkCreateJob runs
-// a worker beside the requests (BENCH_JOB_WORKERS jobs at a time, default 8; 0: none).
+// a worker beside the requests (its default settings, or BENCH_JOB_WORKERS jobs at a
+// time; 0: none).
 // BENCH_PHASE_TABLE=1 turns tracing on into memory and prints, for the jobs
 // BenchmarkBookkeepingInFlight follows, where each millisecond between the request and
 // the client seeing the outcome went, segment by segment between the spans.

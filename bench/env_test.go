@@ -176,7 +176,9 @@ func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 	}
 	pools := jobs.EnginePools(s.registry, s.engines, func(family string) jobs.FamilySettings {
 		fs := jobs.DefaultFamilySettings(family, runtime.NumCPU(), poll)
-		fs.Concurrency = concurrency
+		if concurrency > 0 {
+			fs.Concurrency = concurrency
+		}
 		return fs
 	})
 	w := jobs.NewServer(s.redisOpt, jobs.WorkerConfig(concurrency, poll, pools), discardLogger())
