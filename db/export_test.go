@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/filemill/filemill/domain"
 )
 
 // MigrateThrough applies the migrations up to and including the one named name (its
@@ -36,4 +38,29 @@ func (s *Store) RollbackLast(ctx context.Context) error {
 	}
 	_, err = migrate.NewMigrator(s.db, all).Rollback(ctx)
 	return err
+}
+
+// WriteTransitions writes transitions as one write, as a batch of the store's
+// transition batcher is written.
+func (s *Store) WriteTransitions(ctx context.Context, ts []*domain.JobTransition) error {
+	return s.writeTransitions(ctx, ts)
+}
+
+// WriteTransitionBatch writes transitions as the batcher does: together, or each alone
+// when one refuses the write. It answers each one's error.
+func (s *Store) WriteTransitionBatch(ctx context.Context, ts []*domain.JobTransition) []error {
+	batch := make([]*pendingTransition, len(ts))
+	for i, t := range ts {
+		batch[i] = &pendingTransition{t: t}
+	}
+	writeTransitionBatch(ctx, s.writeTransitions, batch)
+	errs := make([]error, len(ts))
+	for _, p := range batch { // sorted by job id: matched back by transition
+		for k, t := range ts {
+			if p.t == t {
+				errs[k] = p.err
+			}
+		}
+	}
+	return errs
 }

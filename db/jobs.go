@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -91,26 +94,111 @@ func (s *Store) FindBatchByID(ctx context.Context, id string) (*domain.Batch, er
 // TransitionJob writes a job's transition with its artifacts, ledger entries and events
 // as one atomic write (see writeAtOnce): the job's row is changed only if it is still
 // where it was moved from, and the account's sums move only if they stay above zero.
+//
+// A transition that moves credits (a settlement, a failure releasing its reservation)
+// holds its account's row until its commit is on disk, as an admission does, so on their
+// own they would run one at a time, one flush each, with the account's admissions
+// waiting behind them. Those on one account that arrive while a write on it is under way
+// are written together by the next write (newTransitionBatcher); inside a transaction,
+// or on SQLite, a transition is written at once.
 func (s *Store) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
-	w := atomicWrite{transition: &jobTransition{job: t.Job, fromState: t.FromState, fromAttempts: t.FromAttempts}, lazy: t.Lazy}
-	artifacts := orEmpty(t.Artifacts)
+	if acct := movedAccount(t.Ledger); s.tx == nil && s.dialect == DialectPostgres && acct != "" && !t.Lazy {
+		p := &pendingTransition{t: t}
+		s.transitions.do(ctx, acct, p)
+		return p.err
+	}
+	return s.writeTransitions(ctx, []*domain.JobTransition{t})
+}
+
+// movedAccount is the account whose sums entries move, "" when they move none.
+func movedAccount(entries []*domain.LedgerEntry) string {
+	for _, e := range entries {
+		if e.Amount != 0 {
+			return e.AccountID
+		}
+	}
+	return ""
+}
+
+// writeTransitions writes transitions as one atomic write: all of them, or none
+// (ErrStaleJob when a job was no longer where it was moved from, ErrLedgerMismatch
+// when the account's sums would go below zero).
+func (s *Store) writeTransitions(ctx context.Context, ts []*domain.JobTransition) error {
+	w := atomicWrite{lazy: ts[0].Lazy}
+	artifacts, entries, events := []*domain.Artifact{}, []*domain.LedgerEntry{}, []*domain.Event{}
 	move := &creditMove{}
-	entries, err := move.add(t.Ledger, domain.LedgerCharge, domain.LedgerRelease)
-	if err != nil {
-		return fmt.Errorf("transition job %s: %w", t.Job.ID, err)
+	for _, t := range ts {
+		w.transitions = append(w.transitions, &jobTransition{job: t.Job, fromState: t.FromState, fromAttempts: t.FromAttempts})
+		artifacts = append(artifacts, t.Artifacts...)
+		moved, err := move.add(t.Ledger, domain.LedgerCharge, domain.LedgerRelease)
+		if err != nil {
+			return fmt.Errorf("transition job %s: %w", t.Job.ID, err)
+		}
+		entries = append(entries, moved...)
+		events = append(events, eventRows(t.Events)...)
 	}
 	if len(entries) > 0 {
 		w.move = move
 	}
-	entries, events := orEmpty(entries), eventRows(t.Events)
 	// The same tables every time, empty or not: one prepared statement per shape.
 	w.inserts = []any{&artifacts, &entries, &events}
+	what := "job " + ts[0].Job.ID + " from " + ts[0].FromState
+	if len(ts) > 1 {
+		what = fmt.Sprintf("%d jobs", len(ts))
+	}
 	switch err := s.writeAtOnce(ctx, w); {
 	case errors.Is(err, errTransitionFailed):
-		return fmt.Errorf("job %s from %s: %w", t.Job.ID, t.FromState, domain.ErrStaleJob)
+		return fmt.Errorf("%s: %w", what, domain.ErrStaleJob)
 	case errors.Is(err, errGuardFailed):
-		return fmt.Errorf("job %s: %w", t.Job.ID, domain.ErrLedgerMismatch)
+		return fmt.Errorf("%s: %w", what, domain.ErrLedgerMismatch)
 	default:
 		return err
 	}
+}
+
+// pendingTransition is a transition waiting in the store's transition batcher, and then
+// its outcome.
+type pendingTransition struct {
+	t   *domain.JobTransition
+	err error
+}
+
+// maxTransitionBatch bounds the transitions of one combined write.
+const maxTransitionBatch = 64
+
+// newTransitionBatcher combines transitions that move credits on one account (the
+// batcher's key) into one statement and one flush.
+func newTransitionBatcher(write func(context.Context, []*domain.JobTransition) error) *batcher[*pendingTransition] {
+	return newBatcher(func(ctx context.Context, batch []*pendingTransition) { writeTransitionBatch(ctx, write, batch) },
+		func(*pendingTransition) int { return 1 }, maxTransitionBatch)
+}
+
+// writeTransitionBatch writes a batch at once, its jobs in id order (two batches taking
+// the same rows take them in the same order); when that is refused by one member (its
+// job moved meanwhile, an artifact already written by an earlier try of its own) or
+// lost to a deadlock, it writes the members one by one, so each gets its own answer.
+// Any other failure (the database unreachable, a timeout) is every member's.
+func writeTransitionBatch(ctx context.Context, write func(context.Context, []*domain.JobTransition) error, batch []*pendingTransition) {
+	slices.SortFunc(batch, func(a, b *pendingTransition) int { return strings.Compare(a.t.Job.ID, b.t.Job.ID) })
+	ts := make([]*domain.JobTransition, len(batch))
+	for i, p := range batch {
+		ts[i] = p.t
+	}
+	err := write(ctx, ts)
+	if len(batch) > 1 && (errors.Is(err, domain.ErrStaleJob) || errors.Is(err, domain.ErrLedgerMismatch) ||
+		errors.Is(err, domain.ErrDuplicate) || isDeadlock(err)) {
+		for _, p := range batch {
+			p.err = write(ctx, []*domain.JobTransition{p.t})
+		}
+		return
+	}
+	for _, p := range batch {
+		p.err = err
+	}
+}
+
+// isDeadlock reports PostgreSQL's answer to a deadlock it broke by ending this write.
+func isDeadlock(err error) bool {
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && pe.Field('C') == "40P01"
 }

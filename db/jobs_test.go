@@ -126,6 +126,80 @@ func TestJobs(t *testing.T) {
 			requireAccount(t, s, acct, 8, 0, 2)
 			require.Equal(t, 4, countLedger(t, s, acct.ID))
 		})
+		t.Run("TransitionsWrittenTogether", func(t *testing.T) {
+			org := createOrg(t, s, "org-settle")
+			prj := createProject(t, s, org.ID, "main")
+			acct := funded(t, s, org.ID, 10)
+			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerReserve, 9)))
+			running := func() *domain.Job {
+				j := newJob(prj, domain.EnvLive)
+				j.State, j.Attempts, j.CreditsReserved = domain.JobRunning, 1, 3
+				require.NoError(t, s.CreateJob(ctx, j))
+				return j
+			}
+			settle := func(j *domain.Job, charge int64) *domain.JobTransition {
+				done := *j
+				done.State, done.CreditsCharged, done.Progress, done.FinishedAt = domain.JobSucceeded, charge, 100, ptr(now())
+				done.ArtifactCount = 1
+				art := &domain.Artifact{ID: domain.NewID(domain.PrefixArtifact), OrganizationID: j.OrganizationID, FileID: j.FileID,
+					JobID: j.ID, Name: "a.json", MIMEType: "application/json", ByteSize: 3, SHA256: "x", StorageKey: "k/" + j.ID, CreatedAt: now()}
+				ev, err := domain.NewEvent(ctx, domain.EventJobSucceeded, j.OrganizationID, j.ProjectID, j.Environment, j.FileID, done.View(), now())
+				require.NoError(t, err)
+				return &domain.JobTransition{Job: &done, FromState: domain.JobRunning, FromAttempts: 1,
+					Artifacts: []*domain.Artifact{art}, Events: []*domain.Event{ev},
+					Ledger: []*domain.LedgerEntry{
+						{AccountID: acct.ID, Kind: domain.LedgerCharge, Amount: charge, JobID: j.ID, Description: "c", CreatedAt: now()},
+						{AccountID: acct.ID, Kind: domain.LedgerRelease, Amount: 3 - charge, JobID: j.ID, Description: "r", CreatedAt: now()}}}
+			}
+			state := func(j *domain.Job) string {
+				got, err := s.FindJobByID(ctx, j.ID)
+				require.NoError(t, err)
+				return got.State
+			}
+			a, b, c := running(), running(), running()
+			require.NoError(t, s.WriteTransitions(ctx, []*domain.JobTransition{settle(a, 2), settle(b, 1)}))
+			require.Equal(t, domain.JobSucceeded, state(a))
+			require.Equal(t, domain.JobSucceeded, state(b))
+			requireAccount(t, s, acct, 4, 3, 3)
+			for _, j := range []*domain.Job{a, b} {
+				arts, err := s.FindArtifactsByJob(ctx, j.ID)
+				require.NoError(t, err)
+				require.Len(t, arts, 1)
+			}
+
+			// All or nothing: a moved job refuses the whole write.
+			again, last := settle(a, 2), settle(c, 3)
+			err := s.WriteTransitions(ctx, []*domain.JobTransition{again, last})
+			require.ErrorIs(t, err, domain.ErrStaleJob)
+			require.Equal(t, domain.JobRunning, state(c), "nothing written")
+			requireAccount(t, s, acct, 4, 3, 3)
+			// The batcher then writes each alone: each gets its own answer.
+			errs := s.WriteTransitionBatch(ctx, []*domain.JobTransition{again, last})
+			require.ErrorIs(t, errs[0], domain.ErrStaleJob)
+			require.NoError(t, errs[1])
+			require.Equal(t, domain.JobSucceeded, state(c))
+			requireAccount(t, s, acct, 4, 0, 6)
+
+			// Many at once through TransitionJob, combined as they come: each answered,
+			// the sums those of all.
+			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerGrant, 60)))
+			require.NoError(t, s.ApplyLedgerEntry(ctx, entry(acct, domain.LedgerReserve, 60)))
+			var jobs []*domain.Job
+			for range 20 {
+				jobs = append(jobs, running())
+			}
+			var wg sync.WaitGroup
+			errs = make([]error, len(jobs))
+			for i, j := range jobs {
+				wg.Go(func() { errs[i] = s.TransitionJob(ctx, settle(j, 1)) })
+			}
+			wg.Wait()
+			for i, j := range jobs {
+				require.NoError(t, errs[i])
+				require.Equal(t, domain.JobSucceeded, state(j))
+			}
+			requireAccount(t, s, acct, 4+40, 0, 6+20)
+		})
 		t.Run("CancelAndClaimRace", func(t *testing.T) {
 			for round := range 100 {
 				j := newJob(tn.prj, domain.EnvLive)

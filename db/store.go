@@ -72,9 +72,11 @@ type Store struct {
 	lockPath   string                      // SQLite: the file locked around Migrate, across processes
 	prepared   *preparedStatements         // PostgreSQL: the hot queries' prepared statements
 	admissions *batcher[*pendingAdmission] // combines concurrent admissions on one account
-	accountIDs *sync.Map                   // credit account ids by organization/environment
-	outbox     *outboxSignal               // wakes the relay after commits that wrote events
-	txEvents   *atomic.Bool                // set on a transaction-bound Store once it wrote events
+	// transitions combines concurrent transitions that move credits on one account.
+	transitions *batcher[*pendingTransition]
+	accountIDs  *sync.Map     // credit account ids by organization/environment
+	outbox      *outboxSignal // wakes the relay after commits that wrote events
+	txEvents    *atomic.Bool  // set on a transaction-bound Store once it wrote events
 }
 
 // Open connects to the metadata database. A url starting with postgres:// or
@@ -137,6 +139,7 @@ func openPostgres(raw string) (*Store, error) {
 	s := &Store{db: bdb, read: bdb, dialect: DialectPostgres, accountIDs: &sync.Map{}, outbox: &outboxSignal{},
 		prepared: &preparedStatements{db: sqldb, m: map[*hotQuery]*sql.Stmt{}}}
 	s.admissions = newAdmissionBatcher(s.writeAdmissions)
+	s.transitions = newTransitionBatcher(s.writeTransitions)
 	return s, nil
 }
 
@@ -172,6 +175,7 @@ func openSQLite(raw string) (*Store, error) {
 	writer.SetConnMaxIdleTime(0)
 	s := &Store{db: bun.NewDB(writer, sqlitedialect.New()), dialect: DialectSQLite, accountIDs: &sync.Map{}, outbox: &outboxSignal{}}
 	s.admissions = newAdmissionBatcher(s.writeAdmissions)
+	s.transitions = newTransitionBatcher(s.writeTransitions)
 	if path == ":memory:" {
 		// Each connection to :memory: is its own database: everything uses the one.
 		s.read = s.db
@@ -291,7 +295,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx domain.Store) error) error 
 
 func (s *Store) withTx(tx bun.IDB) *Store {
 	return &Store{db: s.db, read: s.read, tx: tx, dialect: s.dialect, lockPath: s.lockPath,
-		prepared: s.prepared, admissions: s.admissions, accountIDs: s.accountIDs, outbox: s.outbox, txEvents: s.txEvents}
+		prepared: s.prepared, admissions: s.admissions, transitions: s.transitions, accountIDs: s.accountIDs, outbox: s.outbox, txEvents: s.txEvents}
 }
 
 // inTx runs fn in the Store's transaction, or in a new one. Inside the caller's

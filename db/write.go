@@ -21,9 +21,9 @@ import (
 
 // atomicWrite is written all or nothing by writeAtOnce.
 type atomicWrite struct {
-	// transition, when set, moves one job from a state and attempt count to its new
-	// values; when the job is no longer there, nothing is written (errTransitionFailed).
-	transition *jobTransition
+	// transitions move jobs from a state and attempt count to their new values; when
+	// one is no longer there, nothing is written (errTransitionFailed).
+	transitions []*jobTransition
 	// inserts are pointers to slices of models, one table each; an empty slice writes
 	// nothing.
 	inserts []any
@@ -112,10 +112,18 @@ func (s *Store) writeAtOnceQuietly(ctx context.Context, w atomicWrite) error {
 		return err
 	}
 	var args []any
-	if t := w.transition; t != nil {
-		j := t.job
+	switch ts := w.transitions; len(ts) {
+	case 0:
+	case 1:
+		j := ts[0].job
 		args = append(args, j.State, j.Progress, j.Attempts, j.CreditsCharged, j.ArtifactCount, j.ErrorCode, j.ErrorMessage,
-			nullTime(j.StartedAt), nullTime(j.FinishedAt), nullTime(j.LeaseExpiresAt), j.ID, t.fromState, t.fromAttempts)
+			nullTime(j.StartedAt), nullTime(j.FinishedAt), nullTime(j.LeaseExpiresAt), j.ID, ts[0].fromState, ts[0].fromAttempts)
+	default:
+		moves, err := json.Marshal(transitionRows(ts))
+		if err != nil {
+			return err
+		}
+		args = append(args, string(moves))
 	}
 	want := 0
 	for _, rows := range w.inserts {
@@ -135,8 +143,13 @@ func (s *Store) writeAtOnceQuietly(ctx context.Context, w atomicWrite) error {
 		if err != nil {
 			return err
 		}
-		args = append(args, m.balance, m.reserved, m.used, m.account, m.balance, m.reserved, m.used, want,
-			string(projects), string(spends))
+		args = append(args, m.balance, m.reserved, m.used, m.account, m.balance, m.reserved, m.used, want)
+		if len(w.transitions) > 1 {
+			args = append(args, len(w.transitions))
+		}
+		args = append(args, string(projects), string(spends))
+	} else if len(w.transitions) > 1 {
+		args = append(args, len(w.transitions))
 	}
 	rows, err := s.queryHot(ctx, s.w(), q, args...)
 	if err == nil {
@@ -179,8 +192,12 @@ var writeStatements = struct {
 func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 	var tables []*schema.Table
 	var shape strings.Builder
-	if w.transition != nil {
+	switch len(w.transitions) {
+	case 0:
+	case 1:
 		shape.WriteString("transition,")
+	default:
+		shape.WriteString("transitions,")
 	}
 	for _, rows := range w.inserts {
 		t, err := s.sliceTable(rows)
@@ -203,14 +220,32 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 	}
 	var ctes, inserted, checks []string
 	onlyIfMoved := ""
-	if w.transition != nil {
+	switch len(w.transitions) {
+	case 0:
+	case 1:
 		ctes = append(ctes, `transitioned AS (UPDATE jobs SET state = ?, progress = ?, attempts = ?, credits_charged = ?,
 	artifact_count = ?, error_code = ?, error_message = ?, started_at = ?, finished_at = ?, lease_expires_at = ?
 	WHERE id = ? AND state = ? AND attempts = ? RETURNING 1)`)
-		// Everything else is written only when the job moved: it reads transitioned, so it
-		// also runs after it.
-		onlyIfMoved = " WHERE EXISTS (SELECT 1 FROM transitioned)"
+	default:
+		ctes = append(ctes, `transitioned AS (UPDATE jobs SET state = m.state, progress = m.progress, attempts = m.attempts,
+	credits_charged = m.credits_charged, artifact_count = m.artifact_count, error_code = m.error_code,
+	error_message = m.error_message, started_at = m.started_at, finished_at = m.finished_at, lease_expires_at = m.lease_expires_at
+	FROM jsonb_to_recordset(?) AS m(id text, state text, progress integer, attempts integer, credits_charged bigint,
+		artifact_count integer, error_code text, error_message text, started_at timestamptz, finished_at timestamptz,
+		lease_expires_at timestamptz, from_state text, from_attempts integer)
+	WHERE jobs.id = m.id AND jobs.state = m.from_state AND jobs.attempts = m.from_attempts RETURNING 1)`)
+	}
+	switch len(w.transitions) {
+	case 0:
+	case 1:
 		checks = append(checks, "WHEN NOT EXISTS (SELECT 1 FROM transitioned) THEN filemill_assert(false, '"+transitionFailed+"')")
+	default:
+		checks = append(checks, "WHEN (SELECT count(*) FROM transitioned) <> ? THEN filemill_assert(false, '"+transitionFailed+"')")
+	}
+	if len(w.transitions) > 0 {
+		// Everything else is written only when the jobs moved: it reads transitioned, so
+		// it also runs after it.
+		onlyIfMoved = " WHERE EXISTS (SELECT 1 FROM transitioned)"
 	}
 	for i, t := range tables {
 		list := columnList(t, "")
@@ -228,7 +263,7 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 			written = "(SELECT count(*) FROM (" + strings.Join(inserted, " UNION ALL ") + ") AS inserted)"
 		}
 		cond := ""
-		if w.transition != nil {
+		if len(w.transitions) > 0 {
 			cond = " AND EXISTS (SELECT 1 FROM transitioned)"
 		}
 		ctes = append(ctes, `credited AS (UPDATE credit_accounts SET balance = balance + ?, reserved = reserved + ?, used = used + ?
@@ -260,7 +295,7 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 // writeInTx applies w in a transaction: the SQLite form of writeAtOnce.
 func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if t := w.transition; t != nil {
+		for _, t := range w.transitions {
 			j := t.job
 			n, err := affected(tx.NewUpdate().Model((*domain.Job)(nil)).
 				Set("state = ?", j.State).Set("progress = ?", j.Progress).Set("attempts = ?", j.Attempts).
@@ -469,4 +504,32 @@ const answerClaimConstraint = "fk_idempotency_answers_record_id"
 func isClaimLost(err error) bool {
 	var pe pgdriver.Error
 	return errors.As(err, &pe) && pe.Field('C') == pgForeignKeyViolation && pe.Field('n') == answerClaimConstraint
+}
+
+// transitionRow is one job's move in a write of several (jsonb_to_recordset's columns).
+type transitionRow struct {
+	ID             string     `json:"id"`
+	State          string     `json:"state"`
+	Progress       int        `json:"progress"`
+	Attempts       int        `json:"attempts"`
+	CreditsCharged int64      `json:"credits_charged"`
+	ArtifactCount  int        `json:"artifact_count"`
+	ErrorCode      string     `json:"error_code"`
+	ErrorMessage   string     `json:"error_message"`
+	StartedAt      *time.Time `json:"started_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	FromState      string     `json:"from_state"`
+	FromAttempts   int        `json:"from_attempts"`
+}
+
+func transitionRows(ts []*jobTransition) []transitionRow {
+	rows := make([]transitionRow, len(ts))
+	for i, t := range ts {
+		j := t.job
+		rows[i] = transitionRow{ID: j.ID, State: j.State, Progress: j.Progress, Attempts: j.Attempts, CreditsCharged: j.CreditsCharged,
+			ArtifactCount: j.ArtifactCount, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage, StartedAt: j.StartedAt,
+			FinishedAt: j.FinishedAt, LeaseExpiresAt: j.LeaseExpiresAt, FromState: t.fromState, FromAttempts: t.fromAttempts}
+	}
+	return rows
 }
