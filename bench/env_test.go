@@ -164,7 +164,7 @@ func newStack(tb testing.TB, o stackOpts) *stack {
 // startWorker runs a worker server against the stack's Redis, set up as the service
 // sets up its workers (cmd/filemill): the default poll interval (BENCH_WORKER_POLL to
 // change it) and each family's pool looking at its multiple of it, but every pool
-// running concurrency jobs at once.
+// running concurrency jobs at once (0 or less: each family's default).
 func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 	tb.Helper()
 	poll := jobs.DefaultWorkerPollInterval
@@ -181,7 +181,7 @@ func (s *stack) startWorker(tb testing.TB, concurrency int) *jobs.Server {
 		}
 		return fs
 	})
-	w := jobs.NewServer(s.redisOpt, jobs.WorkerConfig(concurrency, poll, pools), discardLogger())
+	w := jobs.NewServer(s.redisOpt, jobs.WorkerConfig(max(concurrency, 0), poll, pools), discardLogger())
 	jobs.RegisterTasks(w, s.svc, tb.TempDir(), discardLogger())
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)

@@ -303,8 +303,9 @@ func (s *Jobs) InputFile(ctx context.Context, j *Job, id string) (*File, error) 
 }
 
 // StoreArtifact stores one output of j's run, read from r (size bytes), as an
-// artifact of f, and returns it (not yet recorded: SettleJob does). Codes:
-// dependency_unavailable.
+// artifact of f, and returns it (not yet recorded: SettleJob does). When ea.Path names
+// the file r reads and the store takes files (FileBlobs), the file itself is given, and
+// must not change after. Codes: dependency_unavailable.
 func (s *Jobs) StoreArtifact(ctx context.Context, j *Job, f *File, ea EngineArtifact, r io.Reader, size int64) (*Artifact, error) {
 	a := &Artifact{ID: NewID(PrefixArtifact), OrganizationID: j.OrganizationID, FileID: f.ID, JobID: j.ID, Name: ea.Name,
 		MIMEType: ea.MIMEType, ByteSize: size, CreatedAt: s.Clock.Now()}
@@ -312,7 +313,15 @@ func (s *Jobs) StoreArtifact(ctx context.Context, j *Job, f *File, ea EngineArti
 	h := newHashingReader(r)
 	uctx, span := StartSpan(ctx, "upload artifact", attribute.String("filemill.artifact_id", a.ID), attribute.Int64("filemill.byte_size", size))
 	start := time.Now()
-	err := s.Blobs.Put(uctx, a.StorageKey, h, size)
+	var err error
+	if fb, ok := s.Blobs.(FileBlobs); ok && ea.Path != "" {
+		// The store takes the file itself; r is read for its hash only.
+		if _, err = io.Copy(io.Discard, h); err == nil {
+			err = fb.PutFile(uctx, a.StorageKey, ea.Path, size)
+		}
+	} else {
+		err = s.Blobs.Put(uctx, a.StorageKey, h, size)
+	}
 	AddPhase(ctx, PhaseUpload, start)
 	EndSpan(span, err)
 	if err != nil {

@@ -503,6 +503,14 @@ type RateLimiter interface {
 	Allow(ctx context.Context, key string, perMinute, cost int) (RateDecision, error)
 }
 
+// FileBlobs is a Blobs that can take a finished file whole: a store on local disk links
+// it in rather than copying its bytes, a new file costing far more than a new name on
+// some file systems. The file must not change once given.
+type FileBlobs interface {
+	// PutFile stores the regular file at path (size bytes) under key, as Put would.
+	PutFile(ctx context.Context, key, path string, size int64) error
+}
+
 // Blobs stores file bytes. Keys are opaque paths chosen by the services; the services
 // never reuse a key, so a URL minted for one can only ever reach the bytes written there.
 //

@@ -159,7 +159,7 @@ func (s *Attempts) runJob(ctx context.Context, j *domain.Job, f *domain.File, di
 			}
 			for _, ea := range out.Artifacts {
 				ea.Name = names.Take(st.OutputName(ea.Name))
-				a, err := s.storeArtifact(ctx, j, f, ea)
+				a, err := s.storeArtifact(ctx, j, f, ea, i+1 == len(steps))
 				if err != nil {
 					return arts, 0, err
 				}
@@ -266,7 +266,9 @@ func (s *Attempts) download(ctx context.Context, key, path string) error {
 	return out.Close()
 }
 
-func (s *Attempts) storeArtifact(ctx context.Context, j *domain.Job, f *domain.File, ea domain.EngineArtifact) (*domain.Artifact, error) {
+// storeArtifact stores an engine's output. The store may take the file itself (linked
+// in) when last says no later step reads it: one that did could change what is stored.
+func (s *Attempts) storeArtifact(ctx context.Context, j *domain.Job, f *domain.File, ea domain.EngineArtifact, last bool) (*domain.Artifact, error) {
 	fh, err := os.Open(ea.Path)
 	if err != nil {
 		return nil, fmt.Errorf("artifact %s: %w", ea.Name, err)
@@ -275,6 +277,9 @@ func (s *Attempts) storeArtifact(ctx context.Context, j *domain.Job, f *domain.F
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !last {
+		ea.Path = "" // its bytes, never the file
 	}
 	return s.StoreArtifact(ctx, j, f, ea, fh, st.Size())
 }

@@ -242,12 +242,18 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 		}
 		return fmt.Errorf("put %s: got %d bytes, want %d", key, w.n, size)
 	}
-	if err := l.place(w.path, key, true); err != nil {
-		os.Remove(w.path)
+	return l.placeDurably(w.path, key)
+}
+
+// placeDurably moves the unsynced file at tmpPath to key, then syncs it and its
+// directory: durable before answered, a stored object survives a crash once its Put
+// returned. Seen before that, it may not: nothing refers to a key before its Put has
+// answered.
+func (l *Local) placeDurably(tmpPath, key string) error {
+	if err := l.place(tmpPath, key, true); err != nil {
+		os.Remove(tmpPath)
 		return l.writeFailed(fmt.Errorf("put %s: %w", key, err))
 	}
-	// Durable before answered: a stored object survives a crash once Put returned. Seen
-	// before that, it may not: nothing refers to a key before its Put has answered.
 	final := l.objectPath(key)
 	if err := syncFile(final); err != nil {
 		os.Remove(final)
@@ -255,6 +261,36 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	}
 	syncDir(filepath.Dir(final))
 	return nil
+}
+
+// PutFile stores the file at path under key by linking it in: no byte is copied and no
+// file made (on this machine's ext4 a new file costs some 0.7 ms of CPU, a new name 20
+// µs). A file on another file system, or one that cannot be linked, is copied as Put
+// does. Only a regular file of size bytes is taken, never a symbolic link.
+func (l *Local) PutFile(ctx context.Context, key, path string, size int64) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if !st.Mode().IsRegular() || st.Size() != size {
+		return fmt.Errorf("put %s: %s is not a regular file of %d bytes", key, path, size)
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	tmp := filepath.Join(l.tmp, "l-"+hex.EncodeToString(id[:]))
+	if err := os.Link(path, tmp); err != nil {
+		// Another file system, or one without links: copied.
+		f, oerr := os.Open(path)
+		if oerr != nil {
+			return fmt.Errorf("put %s: %w", key, oerr)
+		}
+		defer f.Close()
+		return l.Put(ctx, key, f, size)
+	}
+	return l.placeDurably(tmp, key)
 }
 
 // syncFile flushes a file's bytes and metadata to disk.
@@ -425,6 +461,8 @@ func withoutPath(err error) error {
 	}
 	return err
 }
+
+var _ domain.FileBlobs = (*Local)(nil)
 
 var errExists = errors.New("an object is already stored under this key")
 

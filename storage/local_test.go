@@ -797,3 +797,55 @@ func TestLocalMultipartCompleteWaitsForParts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(append(p1, p2...), got))
 }
+
+// PutFile links a file on the store's file system in (the object is the same file),
+// copies one from another file system, and takes only a regular file of the stated size.
+func TestLocalPutFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := storage.NewLocal(storage.LocalConfig{Dir: filepath.Join(dir, "store"), PublicURL: "http://127.0.0.1:1/",
+		Secret: bytes.Repeat([]byte("k"), 32)})
+	require.NoError(t, err)
+	get := func(key string) string {
+		rc, err := l.Get(ctx, key)
+		require.NoError(t, err)
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	src := filepath.Join(dir, "out.json")
+	require.NoError(t, os.WriteFile(src, []byte(`{"ok":true}`), 0o600))
+	k := storagetest.Key()
+	require.NoError(t, l.PutFile(ctx, k, src, 11))
+	srcInfo, err := os.Stat(src)
+	require.NoError(t, err)
+	objInfo, err := os.Stat(filepath.Join(dir, "store", filepath.FromSlash(k)))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(srcInfo, objInfo), "linked, not copied")
+	require.NoError(t, os.Remove(src))
+	require.Equal(t, `{"ok":true}`, get(k), "the object outlives the file's first name")
+
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.WriteFile(src, []byte("abc"), 0o600))
+	require.NoError(t, os.Symlink(src, link))
+	require.Error(t, l.PutFile(ctx, storagetest.Key(), link, 3), "a symbolic link is not taken")
+	require.Error(t, l.PutFile(ctx, storagetest.Key(), src, 4), "nor a file of another size")
+
+	// /dev/shm is another file system (tmpfs): no link across, the bytes are copied.
+	shm, err := os.MkdirTemp("/dev/shm", "putfile-")
+	require.NoError(t, err)
+	defer os.RemoveAll(shm)
+	far := filepath.Join(shm, "far.txt")
+	require.NoError(t, os.WriteFile(far, []byte("far away"), 0o600))
+	k2 := storagetest.Key()
+	require.NoError(t, l.PutFile(ctx, k2, far, 8))
+	farInfo, err := os.Stat(far)
+	require.NoError(t, err)
+	objInfo, err = os.Stat(filepath.Join(dir, "store", filepath.FromSlash(k2)))
+	require.NoError(t, err)
+	require.False(t, os.SameFile(farInfo, objInfo))
+	require.Equal(t, "far away", get(k2))
+}

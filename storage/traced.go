@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,7 +34,32 @@ var (
 	_ domain.Blobs          = (*TracedBlobs)(nil)
 	_ domain.MultipartBlobs = (*TracedBlobs)(nil)
 	_ domain.EgressMeter    = (*TracedBlobs)(nil)
+	_ domain.FileBlobs      = (*TracedBlobs)(nil)
 )
+
+// PutFile links the file in where the store can (domain.FileBlobs), and puts its bytes
+// otherwise.
+func (t *TracedBlobs) PutFile(ctx context.Context, key, path string, size int64) error {
+	ctx, end := span(ctx, "put file")
+	var err error
+	if fb, ok := t.next.(domain.FileBlobs); ok {
+		err = fb.PutFile(ctx, key, path, size)
+	} else {
+		err = putFileBytes(ctx, t.next, key, path, size)
+	}
+	end(err)
+	return err
+}
+
+// putFileBytes puts the bytes of the file at path.
+func putFileBytes(ctx context.Context, b domain.Blobs, key, path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	defer f.Close()
+	return b.Put(ctx, key, f, size)
+}
 
 func span(ctx context.Context, call string) (context.Context, func(error)) {
 	ctx, s := domain.StartSpan(ctx, "storage "+call, attribute.String("filemill.storage.call", call))
