@@ -61,7 +61,9 @@ type deployment struct {
 	apiURLs []string
 	// fullDisk is the work directory of the worker whose disk the campaign fills.
 	fullDisk string
-	db       *sql.DB
+	// taps sees the workers' artifact uploads (layout.tap).
+	taps *tapHub
+	db   *sql.DB
 }
 
 // delivered is what the webhook receiver got, by event id.
@@ -91,7 +93,7 @@ func TestChaos(t *testing.T) {
 	say(t, "chaos: seed %d, faults for %s (CHAOS_SEED=%d reproduces the schedule)", seed, duration, seed)
 
 	began := time.Now()
-	d := deploy(t, layout{apis: 2, workers: 3, fullDisk: true, env: []string{
+	d := deploy(t, layout{apis: 2, workers: 3, fullDisk: true, tap: true, env: []string{
 		// A dead worker's job runs again after its lease, found by the next sweep:
 		// short here so that the campaign need not wait minutes.
 		"FILEMILL_JOB_LEASE=5s", "FILEMILL_SWEEP_INTERVAL=2s",
@@ -222,6 +224,8 @@ type layout struct {
 	// fullDisk gives the last worker a small scratch file system of its own, which the
 	// campaign fills.
 	fullDisk bool
+	// tap puts a storageTap between each worker and MinIO.
+	tap bool
 	// env is added to every process's environment, after the harness's own (a later
 	// value wins).
 	env []string
@@ -315,7 +319,15 @@ func deploy(t testing.TB, l layout) *deployment {
 		} else if err := os.MkdirAll(work, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		s := newSlot(fmt.Sprintf("worker%d", i+1), "FILEMILL_WORK_DIR="+work)
+		extra := []string{"FILEMILL_WORK_DIR=" + work}
+		if l.tap {
+			if d.taps == nil {
+				d.taps = &tapHub{}
+			}
+			tp := startTap(t, d.taps, i, d.minio.addr)
+			extra = append(extra, fmt.Sprintf("FILEMILL_STORAGE_URL=s3://%s:%s@%s/chaos?secure=false", d.minio.access, d.minio.secret, tp.addr))
+		}
+		s := newSlot(fmt.Sprintf("worker%d", i+1), extra...)
 		s.args = []string{"worker"}
 		d.workers = append(d.workers, s)
 	}
@@ -417,9 +429,12 @@ func (l *load) job(ctx context.Context, rng *rand.Rand, kind int, subscribe bool
 	case kind < 35:
 		name, data = "notes.txt", textFile(rng)
 		req["operation"] = "inspect"
-	case kind < 55:
+	case kind < 52:
 		name, data = "picture.png", pngFile(rng)
 		req["operation"], req["options"] = "image.convert", map[string]any{"format": "webp", "width": 64}
+	case kind < 55:
+		name, data = "picture.png", pngFile(rng)
+		req["operation"], req["options"] = "image.convert", largeImage
 	case kind < 70:
 		name, data = "letter.docx", docxFile(rng)
 		req["operation"], req["options"] = "convert", map[string]any{"format": "pdf"}
@@ -507,6 +522,10 @@ func textFile(rng *rand.Rand) []byte {
 	}
 	return []byte(b.String())
 }
+
+// largeImage are image.convert's options for a large artifact: a 2048×2048 PNG stored
+// uncompressed, some 12 MB, which a mid-upload kill meets while it streams to MinIO.
+var largeImage = map[string]any{"format": "png", "width": 2048, "effort": 0}
 
 func pngFile(rng *rand.Rand) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 96, 96))

@@ -290,7 +290,8 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 		p50, mx := percentiles(f.recovery[k])
 		say(t, "chaos:   %-32s %3d  recovery p50 %8s  max %8s  (%d measured)", k, f.byKind[k], p50.Round(time.Millisecond), mx.Round(time.Millisecond), len(f.recovery[k]))
 	}
-	say(t, "chaos: workers killed with %d attempts under way (%d kills met a conversion)", f.victims, f.officeHits)
+	say(t, "chaos: workers killed with %d attempts under way (%d kills met a conversion; %d of %d kills aimed at an artifact upload landed before its body had reached MinIO whole)",
+		f.victims, f.officeHits, f.uploadHits, f.uploadKills)
 	say(t, "chaos: jobs stored %d by state %v; accepted by the load %d (+ %d batches, %d probe jobs); %d followed over subscriptions (%d subscribed again)",
 		len(jobs), states, accepted, batches, probeJobs, l.followed, l.resubs)
 	c.mu.Lock()
@@ -300,6 +301,9 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	say(t, "chaos: credits charged %d = succeeded jobs' prices %d, reserved at rest %d", charged, succeededPrice, reserved)
 	say(t, "chaos: webhook events delivered %d (%d more than once), %d deliveries retried by hand", events, dupes, manual)
 	say(t, "chaos: bucket: %d objects, %d artifacts, %d artifacts of lost attempts left because their job ended while storage was down", len(objects), artifacts, leftByDesign)
+	if f.uploadHits == 0 {
+		t.Errorf("no kill landed in the middle of an artifact upload (%d aimed)", f.uploadKills)
+	}
 	if len(f.late) > 0 {
 		t.Errorf("answers were wrong more than 1 s after PostgreSQL came back: %v", f.late)
 	}

@@ -21,6 +21,7 @@ import (
 const (
 	faultWorkerKill   = "worker kill -9"
 	faultWorkerOffice = "worker kill -9 mid-conversion"
+	faultWorkerUpload = "worker kill -9 mid-upload"
 	faultAPIKill      = "api kill -9"
 	faultRedis        = "redis restart, empty"
 	faultPostgres     = "postgresql down"
@@ -29,7 +30,8 @@ const (
 	faultDiskFull     = "worker disk full"
 )
 
-var faultKinds = []string{faultWorkerKill, faultWorkerOffice, faultAPIKill, faultRedis, faultPostgres, faultMinio, faultWebhook, faultDiskFull}
+var faultKinds = []string{faultWorkerKill, faultWorkerOffice, faultWorkerUpload, faultAPIKill, faultRedis, faultPostgres, faultMinio,
+	faultWebhook, faultDiskFull}
 
 // faults injects the seeded schedule, one fault at a time: a round is every kind in an
 // order drawn from the seed, with a hold (how long the fault lasts) and a gap drawn
@@ -47,6 +49,9 @@ type faults struct {
 	victims int
 	// officeHits counts kills that met a conversion in progress.
 	officeHits int
+	// uploadKills counts kills aimed at an artifact upload; uploadHits those that
+	// landed before the upload's body had reached MinIO whole.
+	uploadKills, uploadHits int
 	// late counts answers that were wrong more than a second after PostgreSQL was back.
 	late []string
 	// storageDown are the times MinIO was down: a job that ended then could not have its
@@ -113,7 +118,9 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 	t, d := f.d.t, f.d
 	switch kind {
 	case faultWorkerKill:
-		return f.killWorker(victim, nil)
+		return f.killWorker(victim)
+	case faultWorkerUpload:
+		return f.killMidUpload(ctx, victim)
 	case faultWorkerOffice:
 		// Wait (boundedly) for an office conversion under way in a worker, and kill
 		// that worker in the middle of it.
@@ -125,14 +132,14 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 					if err := d.db.QueryRowContext(ctx, "SELECT operation, preset FROM jobs WHERE id = $1 AND state = 'running'", id).Scan(&op, &preset); err == nil &&
 						(op == "convert" || preset == "ai-ready") {
 						f.officeHits++
-						return f.killWorker(i, &id)
+						return f.killWorker(i)
 					}
 				}
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Logf("chaos:   no conversion under way within 30s: a plain worker kill")
-		return f.killWorker(victim, nil)
+		return f.killWorker(victim)
 	case faultAPIKill:
 		pid := d.apis[victim%2].kill()
 		t.Logf("chaos:   killed %s (pid %d)", d.apis[victim%2].name, pid)
@@ -196,9 +203,77 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 	return -1
 }
 
+// killMidUpload kills the worker that streams a large artifact to MinIO, as its first
+// bytes pass its tap: the fault waits for the upload, never for a moment. A job with a
+// large artifact of its own is asked for at once, in case the load has none coming.
+func (f *faults) killMidUpload(ctx context.Context, victim int) time.Duration {
+	t, d := f.d.t, f.d
+	ups := d.taps.arm()
+	go f.largeJob(ctx)
+	var up *upload
+	select {
+	case up = <-ups:
+	case <-time.After(2 * time.Minute):
+		d.taps.disarm()
+		t.Logf("chaos:   no large artifact upload within 2m: a plain worker kill")
+		return f.killWorker(victim)
+	}
+	pid := d.workers[up.worker].kill()
+	end := time.Now()
+	f.uploadKills++
+	select {
+	case <-up.done:
+	case <-time.After(recoveryBound):
+		t.Fatalf("the upload of job %s's artifact through the tap did not end within %s of its worker's kill", up.job, recoveryBound)
+	}
+	if !up.whole {
+		f.uploadHits++
+	}
+	t.Logf("chaos:   %s's upload of an artifact of job %s: %d of %d bytes had passed the tap when its body ended (whole: %t)",
+		d.workers[up.worker].name, up.job, up.sent.Load(), up.size, up.whole)
+	return f.killed(up.worker, pid, end)
+}
+
+// largeJob asks for an image.convert job with a large artifact, on an input uploaded
+// once. It is a probe: the invariants hold for it as for the load's jobs.
+func (f *faults) largeJob(ctx context.Context) {
+	largeInput.Do(func() {
+		largeInput.id, largeInput.err = f.c.upload(ctx, "large.png", pngFile(rand.New(rand.NewPCG(1, 2))))
+	})
+	if largeInput.err != nil {
+		f.d.t.Errorf("upload the large job's input: %v", largeInput.err)
+		return
+	}
+	status, j, err := f.c.do(ctx, requestBound, "POST", "/v1/jobs", map[string]any{"file_id": largeInput.id, "operation": "image.convert",
+		"options": largeImage})
+	if err != nil || status != 202 {
+		f.d.t.Errorf("ask for a job with a large artifact: %d %v %v", status, j, err)
+		return
+	}
+	probes.Lock()
+	probes.ids = append(probes.ids, j["id"].(string))
+	probes.Unlock()
+}
+
+// largeInput is the file the faults' large jobs convert.
+var largeInput struct {
+	sync.Once
+	id  string
+	err error
+}
+
 // killWorker kills worker i with SIGKILL and answers the time until every job it had
 // under way has ended elsewhere (negative: it had none).
-func (f *faults) killWorker(i int, job *string) time.Duration {
+func (f *faults) killWorker(i int) time.Duration {
+	pid := f.d.workers[i].kill()
+	return f.killed(i, pid, time.Now())
+}
+
+// killed reports the kill of worker i (pid, at end) and answers the time from end
+// until every job it had under way has ended elsewhere (negative: it had none). The
+// jobs are listed after the kill, so that an aimed kill waits on no query: a dead
+// worker's jobs stay running until their lease lapses.
+func (f *faults) killed(i, pid int, end time.Time) time.Duration {
 	d := f.d
 	// A scratch directory of an attempt killed earlier stays until the hourly sweep:
 	// only the running jobs count.
@@ -209,8 +284,6 @@ func (f *faults) killWorker(i int, job *string) time.Duration {
 			under = append(under, id)
 		}
 	}
-	pid := d.workers[i].kill()
-	end := time.Now()
 	d.t.Logf("chaos:   killed %s (pid %d) with %d attempts under way %v", d.workers[i].name, pid, len(under), under)
 	f.victims += len(under)
 	if len(under) == 0 {
