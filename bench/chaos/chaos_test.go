@@ -66,13 +66,43 @@ type deployment struct {
 	db   *sql.DB
 }
 
-// delivered is what the webhook receiver got, by event id.
+// delivered is what the webhook receiver got, by event id, and how it answers.
 type delivered struct {
 	mu     sync.Mutex
 	secret string
+	mode   hookMode
 	events map[string]int
 	bad    []string
 	last   time.Time
+	// held counts requests the slow receiver kept until the sender hung up; errored
+	// counts the erroring receiver's answers by status.
+	held    int
+	errored map[int]int
+}
+
+// hookMode is how the receiver answers while it is up.
+type hookMode int
+
+const (
+	hookPrompt hookMode = iota
+	// hookSlow answers after hookSlowAnswer, past the sender's timeout.
+	hookSlow
+	// hookErroring answers 500 and 429 with Retry-After, in turn.
+	hookErroring
+)
+
+// hookSlowAnswer is how long the slow receiver takes to answer: longer than the sender
+// waits (jobs.DefaultSenderConfig's 15 s), so every request it gets times out.
+var hookSlowAnswer = jobs.DefaultSenderConfig().Timeout + 5*time.Second
+
+// hookRetryAfter is the erroring receiver's Retry-After on a 429, longer than the first
+// retry of the delivery schedule (5 s), so that honouring it shows.
+const hookRetryAfter = 20 * time.Second
+
+func (h *delivered) setMode(m hookMode) {
+	h.mu.Lock()
+	h.mode = m
+	h.mu.Unlock()
 }
 
 func TestChaos(t *testing.T) {
@@ -100,7 +130,7 @@ func TestChaos(t *testing.T) {
 		"FILEMILL_WORKER_CONCURRENCY=3", "FILEMILL_OFFICE_INSTANCES=1", "FILEMILL_OCR_PARALLEL=1"}})
 	say(t, "chaos: built and dependencies started in %s", time.Since(began).Round(time.Second))
 	key := d.bootstrap()
-	hooks := &delivered{events: map[string]int{}}
+	hooks := &delivered{events: map[string]int{}, errored: map[int]int{}}
 	d.recv.handler.(*hookHandler).d = hooks
 	for _, s := range append(append([]*slot{}, d.apis...), d.workers...) {
 		s.run(t)
@@ -185,6 +215,9 @@ var hookEvents = []string{"job.succeeded", "job.failed", "job.cancelled", "file.
 
 type hookHandler struct{ d *delivered }
 
+// ServeHTTP counts an event as delivered only when it answers 2xx to a sender still
+// waiting: an answer the sender gave up on, or a refusal, leaves the delivery to its
+// retries.
 func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	d := h.d
@@ -198,12 +231,37 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ev struct{ ID, Type string }
 	if err := wh.Verify(body, r.Header); err != nil {
 		d.bad = append(d.bad, "signature: "+err.Error())
-	} else if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" {
-		d.bad = append(d.bad, "body: "+string(body))
-	} else {
-		d.events[ev.ID]++
-		d.last = time.Now()
+		w.WriteHeader(204)
+		return
 	}
+	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" {
+		d.bad = append(d.bad, "body: "+string(body))
+		w.WriteHeader(204)
+		return
+	}
+	switch d.mode {
+	case hookErroring:
+		code := 500
+		if (d.errored[500]+d.errored[429])%2 == 1 {
+			code = 429
+			w.Header().Set("Retry-After", fmt.Sprint(int(hookRetryAfter.Seconds())))
+		}
+		d.errored[code]++
+		w.WriteHeader(code)
+		return
+	case hookSlow:
+		d.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+			d.mu.Lock()
+			d.held++
+			return
+		case <-time.After(hookSlowAnswer):
+		}
+		d.mu.Lock()
+	}
+	d.events[ev.ID]++
+	d.last = time.Now()
 	w.WriteHeader(204)
 }
 

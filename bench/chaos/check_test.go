@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -123,9 +124,10 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	}
 
 	// Every event the endpoint subscribes to is delivered at least once. A delivery
-	// whose automatic retries are spaced minutes apart (the receiver was down) is
-	// retried by hand, as an operator would after fixing the receiver.
-	var manual int
+	// whose automatic retries are spaced minutes apart (the receiver was down, slow or
+	// erroring, or asked for a later retry) is retried by hand, as an operator would
+	// after fixing the receiver; counted by how its last attempt went.
+	manual := map[string]int{}
 	var missing []string
 	waitFor(t, "every event delivered to the webhook receiver", drainBound, func() bool {
 		missing = missing[:0]
@@ -147,25 +149,26 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 		}
 		// Deliveries waiting more than a few seconds for their next attempt, or given
 		// up, are retried now.
-		drows, err := d.db.QueryContext(ctx, `SELECT id FROM deliveries WHERE endpoint_id = $1 AND event_id = ANY($2)
+		drows, err := d.db.QueryContext(ctx, `SELECT id, last_status_code, last_error FROM deliveries WHERE endpoint_id = $1 AND event_id = ANY($2)
 			AND (status = 'failed' OR (status = 'pending' AND next_attempt_at > now() + interval '10 seconds'))`, endpointID, pgArray(missing))
 		if err != nil {
 			return false
 		}
-		var retry []string
+		retry := map[string]string{}
 		for drows.Next() {
-			var id string
-			if drows.Scan(&id) == nil {
-				retry = append(retry, id)
+			var id, lastErr string
+			var code int
+			if drows.Scan(&id, &code, &lastErr) == nil {
+				retry[id] = lastOutcome(code, lastErr)
 			}
 		}
 		drows.Close()
-		for _, id := range retry {
+		for id, outcome := range retry {
 			status, body, err := c.do(ctx, requestBound, "POST", "/v1/webhook-endpoints/"+endpointID+"/deliveries/"+id+"/retry", nil)
 			if err != nil || status >= 300 {
 				t.Errorf("retry delivery %s: %d %v %v", id, status, body, err)
 			}
-			manual++
+			manual[outcome]++
 		}
 		time.Sleep(time.Second) // between rounds of looking, not a wait on anything
 		return false
@@ -180,7 +183,17 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	for _, b := range hooks.bad {
 		t.Errorf("webhook: %s", b)
 	}
+	held, errored := hooks.held, maps.Clone(hooks.errored)
 	hooks.mu.Unlock()
+	// A 429's Retry-After puts the delivery's next attempt no earlier than it asks.
+	var throttled, early int
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE next_attempt_at < created_at + $1 * interval '1 second')
+		FROM delivery_attempts WHERE status_code = 429 AND next_attempt_at IS NOT NULL`, int(hookRetryAfter.Seconds())).Scan(&throttled, &early); err != nil {
+		t.Fatal(err)
+	}
+	if early > 0 {
+		t.Errorf("webhook: %d of %d attempts answered 429 with Retry-After: %d scheduled the next one sooner", early, throttled, int(hookRetryAfter.Seconds()))
+	}
 
 	// The bucket: every artifact's and file's object there with its recorded size (no
 	// half-written artifact), and no object nothing refers to, but the artifacts an
@@ -299,10 +312,15 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	say(t, "chaos: uploads PUT again after their completion found no bytes (MinIO killed while assembling them): %d", c.putAgain.Load())
 	c.mu.Unlock()
 	say(t, "chaos: credits charged %d = succeeded jobs' prices %d, reserved at rest %d", charged, succeededPrice, reserved)
-	say(t, "chaos: webhook events delivered %d (%d more than once), %d deliveries retried by hand", events, dupes, manual)
+	say(t, "chaos: webhook events delivered %d (%d more than once); deliveries retried by hand by their last attempt: %v", events, dupes, manual)
+	say(t, "chaos: webhook receiver: %d requests held until the sender gave up, erroring answers by status %v; of %d attempts answered 429, %d rescheduled sooner than Retry-After",
+		held, errored, throttled, early)
 	say(t, "chaos: bucket: %d objects, %d artifacts, %d artifacts of lost attempts left because their job ended while storage was down", len(objects), artifacts, leftByDesign)
 	if f.uploadHits == 0 {
 		t.Errorf("no kill landed in the middle of an artifact upload (%d aimed)", f.uploadKills)
+	}
+	if held == 0 || errored[500] == 0 || errored[429] == 0 {
+		t.Errorf("the slow and erroring receivers met too few deliveries: %d held, erroring answers %v", held, errored)
 	}
 	if len(f.late) > 0 {
 		t.Errorf("answers were wrong more than 1 s after PostgreSQL came back: %v", f.late)
@@ -313,4 +331,18 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 	if !t.Failed() {
 		say(t, "chaos: every invariant held")
 	}
+}
+
+// lastOutcome names how a delivery's last attempt went, for the count of deliveries
+// retried by hand.
+func lastOutcome(code int, lastErr string) string {
+	switch {
+	case code != 0:
+		return fmt.Sprint(code)
+	case strings.Contains(lastErr, "no answer within"):
+		return "timed out"
+	case lastErr == "":
+		return "none"
+	}
+	return "no connection"
 }

@@ -27,11 +27,13 @@ const (
 	faultPostgres     = "postgresql down"
 	faultMinio        = "minio down"
 	faultWebhook      = "webhook receiver down"
+	faultWebhookSlow  = "webhook receiver slow"
+	faultWebhookError = "webhook receiver erroring"
 	faultDiskFull     = "worker disk full"
 )
 
 var faultKinds = []string{faultWorkerKill, faultWorkerOffice, faultWorkerUpload, faultAPIKill, faultRedis, faultPostgres, faultMinio,
-	faultWebhook, faultDiskFull}
+	faultWebhook, faultWebhookSlow, faultWebhookError, faultDiskFull}
 
 // faults injects the seeded schedule, one fault at a time: a round is every kind in an
 // order drawn from the seed, with a hold (how long the fault lasts) and a gap drawn
@@ -101,7 +103,7 @@ func (f *faults) hold(kind string, long bool) time.Duration {
 		return between(2*time.Second, 6*time.Second)
 	case faultRedis, faultMinio:
 		return between(time.Second, 5*time.Second)
-	case faultWebhook:
+	case faultWebhook, faultWebhookSlow, faultWebhookError:
 		if long {
 			return between(10*time.Second, 2*time.Minute)
 		}
@@ -179,16 +181,16 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 		d.recv.down()
 		time.Sleep(hold)
 		d.recv.up(t)
-		end := time.Now()
-		// Recovered when a delivery lands again (the load keeps making events).
-		for !f.hooks.lastAt().After(end) {
-			if time.Since(end) > recoveryBound {
-				f.d.dumpDeliveries()
-				t.Fatalf("no webhook delivery within %s of the receiver's return", recoveryBound)
-			}
-			time.Sleep(25 * time.Millisecond)
+		return f.deliveredAgain(time.Now())
+	case faultWebhookSlow, faultWebhookError:
+		mode := hookSlow
+		if kind == faultWebhookError {
+			mode = hookErroring
 		}
-		return time.Since(end)
+		f.hooks.setMode(mode)
+		time.Sleep(hold)
+		f.hooks.setMode(hookPrompt)
+		return f.deliveredAgain(time.Now())
 	case faultDiskFull:
 		filler := filepath.Join(d.fullDisk, "filler")
 		fill(t, filler)
@@ -201,6 +203,19 @@ func (f *faults) inject(ctx context.Context, kind string, hold time.Duration, vi
 	}
 	t.Fatalf("unknown fault %q", kind)
 	return -1
+}
+
+// deliveredAgain answers the time from end until a webhook delivery lands again (the
+// load keeps making events).
+func (f *faults) deliveredAgain(end time.Time) time.Duration {
+	for !f.hooks.lastAt().After(end) {
+		if time.Since(end) > recoveryBound {
+			f.d.dumpDeliveries()
+			f.d.t.Fatalf("no webhook delivery within %s of the receiver's return", recoveryBound)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return time.Since(end)
 }
 
 // killMidUpload kills the worker that streams a large artifact to MinIO, as its first
