@@ -1,38 +1,24 @@
 package office_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/jobs/ops/internal/memcg"
+	"github.com/filemill/filemill/jobs/ops/internal/memcg/memcgtest"
 	"github.com/filemill/filemill/jobs/ops/office"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
 )
-
-// requireMemoryCgroup fails the test in CI, which runs as root on a host with a memory
-// cgroup, when instances cannot get one; elsewhere it skips it.
-func requireMemoryCgroup(t *testing.T) {
-	t.Helper()
-	p, err := memcg.Open()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v: CI needs root and a memory cgroup (v2, or v1 at /sys/fs/cgroup/memory)", err)
-		}
-		t.Skipf("%v (needs root and a memory cgroup)", err)
-	}
-	require.NoError(t, p.Close())
-}
 
 // A document that takes its instance past the job's memory bound fails the job
 // resource_limit_exceeded, not corrupted_file, and is not tried on another instance;
 // the instance is replaced as a crashed one is, and the pool converts the next
 // document.
 func TestConversionPastTheJobMemoryLimitFails(t *testing.T) {
-	requireMemoryCgroup(t)
+	// Instances get their group only where one can be made: CI must have one.
+	require.NoError(t, memcgtest.Open(t).Close())
 	t.Parallel()
 	const limit = 200 << 20
 	e := newEngine(t, func(c *office.Config) { c.JobMemoryLimit = limit })

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/jobs/ops/internal/memcg"
+	"github.com/filemill/filemill/jobs/ops/internal/memcg/memcgtest"
 	"github.com/filemill/filemill/jobs/ops/runner"
 )
 
@@ -34,20 +35,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// open opens the worker's parent group. Without a usable memory cgroup the test fails
-// in CI (which runs as root on a host with one) and is skipped elsewhere.
-func open(t *testing.T) *memcg.Parent {
-	t.Helper()
-	p, err := memcg.Open()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v: CI needs root and a memory cgroup (v2, or v1 at /sys/fs/cgroup/memory)", err)
-		}
-		t.Skipf("%v (needs root and a memory cgroup)", err)
-	}
-	return p
-}
-
 // allocate starts the test binary in g touching mib MiB.
 func allocate(t *testing.T, g *memcg.Group, mib int) (*runner.Process, *bufio.Reader) {
 	t.Helper()
@@ -64,7 +51,7 @@ func allocate(t *testing.T, g *memcg.Group, mib int) (*runner.Process, *bufio.Re
 // A child that needs more than its group's bound is killed by the kernel, the group
 // counts the kill, and this process lives on.
 func TestGroupKillsPastItsBound(t *testing.T) {
-	p := open(t)
+	p := memcgtest.Open(t)
 	defer func() { require.NoError(t, p.Close()) }()
 	g, err := p.NewGroup("kill", 64<<20)
 	require.NoError(t, err)
@@ -81,7 +68,7 @@ func TestGroupKillsPastItsBound(t *testing.T) {
 
 // A child within its bound runs on, counted by no kill, until its group is removed.
 func TestRemoveKillsWhatIsLeft(t *testing.T) {
-	p := open(t)
+	p := memcgtest.Open(t)
 	defer func() { require.NoError(t, p.Close()) }()
 	g, err := p.NewGroup("within", 64<<20)
 	require.NoError(t, err)
@@ -106,7 +93,7 @@ func TestRemoveKillsWhatIsLeft(t *testing.T) {
 // Closing the last user removes the parent; the next Open removes the parents of
 // dead workers with whatever they left running.
 func TestOpenRemovesParentsOfDeadWorkers(t *testing.T) {
-	p := open(t)
+	p := memcgtest.Open(t)
 	dir, base := p.Dir(), filepath.Dir(p.Dir())
 	require.Equal(t, "filemill-"+strconv.Itoa(os.Getpid()), filepath.Base(dir))
 	require.NoError(t, p.Close())
@@ -122,7 +109,7 @@ func TestOpenRemovesParentsOfDeadWorkers(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(left.Kill)
 
-	p = open(t)
+	p = memcgtest.Open(t)
 	defer func() { require.NoError(t, p.Close()) }()
 	require.NoDirExists(t, stale)
 	select {
