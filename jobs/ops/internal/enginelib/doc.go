@@ -5,5 +5,6 @@
 // milliseconds before main in every process of the binary, the client commands
 // included. Here each function filemill's C code calls is a stub that loads them on
 // first use (Load, called by the engines as they start, does it explicitly and reports
-// a failure as an error).
+// a failure as an error). The stubs are x86-64 code; elsewhere the libraries are linked
+// as usual.
 package enginelib
