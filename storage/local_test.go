@@ -849,3 +849,28 @@ func TestLocalPutFile(t *testing.T) {
 	require.False(t, os.SameFile(farInfo, objInfo))
 	require.Equal(t, "far away", get(k2))
 }
+
+// The traced store takes files only when the store under it does: a caller asking the
+// wrapper learns what the store can do.
+func TestTracedTakesFilesOnlyWhenItsStoreDoes(t *testing.T) {
+	t.Parallel()
+	l, err := storage.NewLocal(storage.LocalConfig{Dir: t.TempDir(), PublicURL: "http://127.0.0.1:1/", Secret: bytes.Repeat([]byte("k"), 32)})
+	require.NoError(t, err)
+	traced := storage.Traced(l)
+	require.Implements(t, (*domain.FileBlobs)(nil), traced)
+	require.Implements(t, (*domain.MultipartBlobs)(nil), traced)
+	src := filepath.Join(t.TempDir(), "a.txt")
+	require.NoError(t, os.WriteFile(src, []byte("abc"), 0o600))
+	k := storagetest.Key()
+	require.NoError(t, traced.(domain.FileBlobs).PutFile(context.Background(), k, src, 3))
+	n, err := traced.Stat(context.Background(), k)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
+
+	bytesOnly := struct {
+		domain.Blobs
+		domain.MultipartBlobs
+	}{l, l}
+	_, takesFiles := storage.Traced(bytesOnly).(domain.FileBlobs)
+	require.False(t, takesFiles)
+}

@@ -2,9 +2,7 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,44 +20,39 @@ type TracedBlobs struct {
 	}
 }
 
-// Traced wraps b, which must also take multipart uploads (both stores do).
+// Traced wraps b, which must also take multipart uploads (both stores do). The wrapper
+// takes files whole (domain.FileBlobs) only when b does, so a caller asks the store
+// itself, not the wrapper, whether it can.
 func Traced(b interface {
 	domain.Blobs
 	domain.MultipartBlobs
-}) *TracedBlobs {
-	return &TracedBlobs{next: b}
+}) domain.Blobs {
+	t := &TracedBlobs{next: b}
+	if fb, ok := b.(domain.FileBlobs); ok {
+		return &tracedFileBlobs{TracedBlobs: t, files: fb}
+	}
+	return t
+}
+
+// tracedFileBlobs is TracedBlobs of a store that takes files.
+type tracedFileBlobs struct {
+	*TracedBlobs
+	files domain.FileBlobs
+}
+
+func (t *tracedFileBlobs) PutFile(ctx context.Context, key, path string, size int64) error {
+	ctx, end := span(ctx, "put file")
+	err := t.files.PutFile(ctx, key, path, size)
+	end(err)
+	return err
 }
 
 var (
 	_ domain.Blobs          = (*TracedBlobs)(nil)
 	_ domain.MultipartBlobs = (*TracedBlobs)(nil)
 	_ domain.EgressMeter    = (*TracedBlobs)(nil)
-	_ domain.FileBlobs      = (*TracedBlobs)(nil)
+	_ domain.FileBlobs      = (*tracedFileBlobs)(nil)
 )
-
-// PutFile links the file in where the store can (domain.FileBlobs), and puts its bytes
-// otherwise.
-func (t *TracedBlobs) PutFile(ctx context.Context, key, path string, size int64) error {
-	ctx, end := span(ctx, "put file")
-	var err error
-	if fb, ok := t.next.(domain.FileBlobs); ok {
-		err = fb.PutFile(ctx, key, path, size)
-	} else {
-		err = putFileBytes(ctx, t.next, key, path, size)
-	}
-	end(err)
-	return err
-}
-
-// putFileBytes puts the bytes of the file at path.
-func putFileBytes(ctx context.Context, b domain.Blobs, key, path string, size int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
-	}
-	defer f.Close()
-	return b.Put(ctx, key, f, size)
-}
 
 func span(ctx context.Context, call string) (context.Context, func(error)) {
 	ctx, s := domain.StartSpan(ctx, "storage "+call, attribute.String("filemill.storage.call", call))
