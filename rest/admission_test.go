@@ -411,3 +411,22 @@ func TestImagePresetsNameArtifactsApart(t *testing.T) {
 		require.Equal(t, want, names, preset)
 	}
 }
+
+// A page tesseract gives up on the same way every time (1 pt wide and 14,400 pt long:
+// 4×60,000 pixels at 300 dpi, longer than its layout analysis takes) fails ocr with
+// unsupported_input after one attempt, never internal_error after three.
+func TestOCROnAPageTooLongFailsOnce(t *testing.T) {
+	t.Parallel()
+	b := admissionSetup(t)
+	var w pdftest.Writer
+	strip := w.Document([]pdftest.Page{{Width: 1, Height: 14400, Content: "0 0 1 14400 re f\n"}})
+	file := b.readyFile(b.liveA, "strip.pdf", strip)
+	r := b.createJob(b.liveA, map[string]any{"file_id": file, "operation": "ocr"})
+	require.Equal(t, 202, r.status, string(r.body))
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "failed", j["state"])
+	e := j["error"].(map[string]any)
+	require.Equal(t, domain.CodeUnsupportedInput, e["code"], "%v", e)
+	require.Contains(t, e["message"], "at most 32767 on a side")
+	require.EqualValues(t, 1, j["attempts"])
+}

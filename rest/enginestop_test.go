@@ -97,7 +97,7 @@ func TestSVGFilterBombIsRefused(t *testing.T) {
 	require.Equal(t, domain.CodeUnsupportedInput, j["error"].(map[string]any)["code"], "%v", j["error"])
 	require.EqualValues(t, 1, j["attempts"])
 	require.Less(t, jobSpan(t, j), deadline+5*time.Second)
-	requireIdleWithin(t, 10*time.Second)
+	requireIdleWithin(t, 5*time.Second)
 }
 
 // circlesSVG is a render that passes the cost checks but takes many seconds: 3,000
@@ -128,7 +128,7 @@ func TestRenderPastItsDeadlineIsNotRetried(t *testing.T) {
 	require.Equal(t, domain.CodeTimeout, j["error"].(map[string]any)["code"], "%v", j["error"])
 	require.EqualValues(t, 1, j["attempts"], "a deadline is met again: not retried")
 	require.Less(t, jobSpan(t, j), deadline+5*time.Second)
-	requireIdleWithin(t, 10*time.Second)
+	requireIdleWithin(t, 5*time.Second)
 }
 
 // stubborn stands for an engine that is slow to stop: a run of a file named slow.pdf

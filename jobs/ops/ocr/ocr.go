@@ -452,11 +452,22 @@ func (e *Engine) checkImage(path string) error {
 	if err != nil {
 		return domain.Errorf(domain.CodeCorruptedFile, "the image cannot be read")
 	}
-	if int64(cfg.Width)*int64(cfg.Height) > e.cfg.MaxPixels {
-		return domain.Errorf(domain.CodeUnsupportedInput, "the image is larger than %d pixels", e.cfg.MaxPixels)
-	}
 	if cfg.Width < 1 || cfg.Height < 1 {
 		return domain.Errorf(domain.CodeCorruptedFile, "the image is empty")
+	}
+	return e.checkSize("image", cfg.Width, cfg.Height)
+}
+
+// checkSize refuses a page image tesseract would not take: over the pixel limit, or
+// longer on a side than tesseract's layout analysis accepts (it gives up on such an
+// image the same way every time, so it is the input's fault, never retried).
+func (e *Engine) checkSize(what string, width, height int) error {
+	if int64(width)*int64(height) > e.cfg.MaxPixels {
+		return domain.Errorf(domain.CodeUnsupportedInput, "the %s is larger than %d pixels", what, e.cfg.MaxPixels)
+	}
+	if width > maxTessSide || height > maxTessSide {
+		return domain.Errorf(domain.CodeUnsupportedInput, "the %s is %d×%d pixels; text recognition takes at most %d on a side",
+			what, width, height, maxTessSide)
 	}
 	return nil
 }
@@ -637,7 +648,7 @@ func (e *Engine) pageContent(ctx context.Context, pdfPath string, page int) (*Pa
 	}
 	if s := c.Scan; s != nil {
 		d := scanDPI(s)
-		if d < minScanDPI || d > maxScanDPI || int64(s.Width)*int64(s.Height) > e.cfg.MaxPixels ||
+		if d < minScanDPI || d > maxScanDPI || e.checkSize("scan", s.Width, s.Height) != nil ||
 			(s.JPEG == nil && (s.Bitmap == nil || !s.Bitmap.valid())) {
 			c.Scan = nil
 		}
@@ -666,8 +677,8 @@ func (e *Engine) renderPage(ctx context.Context, pdfPath string, page int, dir s
 		if err != nil {
 			return pageImage{}, fmt.Errorf("ocr: render page %d: %w", page, err)
 		}
-		if int64(b.Width)*int64(b.Height) > e.cfg.MaxPixels {
-			return pageImage{}, domain.Errorf(domain.CodeUnsupportedInput, "the page is larger than %d pixels", e.cfg.MaxPixels)
+		if err := e.checkSize(fmt.Sprintf("page %d", page), b.Width, b.Height); err != nil {
+			return pageImage{}, err
 		}
 		if !b.valid() {
 			return pageImage{}, fmt.Errorf("ocr: render page %d: a %d×%d bitmap of %d bytes", page, b.Width, b.Height, len(b.Pix))

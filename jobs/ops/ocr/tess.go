@@ -110,6 +110,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/filter"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
+	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/internal/enginelib"
 	"github.com/filemill/filemill/jobs/ops/internal/imagepdf"
 )
@@ -205,6 +206,10 @@ type pageWant struct {
 	layer  bool // words laid out for a text layer
 	encode bool // the page image encoded for a PDF page
 }
+
+// maxTessSide is the longest side, in pixels, tesseract's layout analysis takes: it
+// refuses a longer image ("Image too large") and the recognition fails.
+const maxTessSide = 32767
 
 var (
 	errCancelled       = errors.New("tesseract: recognition cancelled")
@@ -364,7 +369,8 @@ func (a *api) recognize(ctx context.Context, pix *C.PIX, psm, dpi int) error {
 		return err
 	}
 	if rc != 0 {
-		return errCancelled
+		// Not our cancel: tesseract gave up on this image, and would again.
+		return errors.Join(errCancelled, domain.Errorf(domain.CodeUnsupportedInput, "text recognition could not read the page"))
 	}
 	return nil
 }
