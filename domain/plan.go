@@ -77,6 +77,11 @@ type PlanInput struct {
 	// MaxOutputs is the most documents the step may make: what the job may hold less
 	// what the steps before it keep.
 	MaxOutputs int
+	// Format and Filename are the job's file's detected format and name when the step
+	// reads that file; zero when it reads what an earlier step made, or the file's
+	// format is not known yet (a plan then refuses nothing for its format).
+	Format   Format
+	Filename string
 }
 
 // PlanFunc tells what a step will read and make from its canonical options and its
@@ -162,7 +167,7 @@ func (op *Operation) plan(r planRequest) (*Pricing, error) {
 	for _, x := range r.inputs {
 		inputs = append(inputs, x.Pages)
 	}
-	first := PlanInput{Pages: pages, Counted: counted, Inputs: inputs}
+	first := PlanInput{Pages: pages, Counted: counted, Inputs: inputs, Format: r.file.Format(), Filename: r.file.Filename}
 	cur := first
 	kept := 0
 	var rules []string

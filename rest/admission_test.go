@@ -99,6 +99,16 @@ func TestAdmissionRefusesWhatCannotRun(t *testing.T) {
 	assert.Contains(t, e["message"], `"xyz"`)
 	assert.Contains(t, e["message"], "eng", "it says which languages there are")
 
+	// A conversion convert does not make from the file's kind.
+	e = refused(map[string]any{"file_id": three, "operation": "convert", "options": map[string]any{"format": "md"}},
+		422, domain.CodeValidationFailed, "options.format")
+	assert.Equal(t, "convert cannot turn a PDF into md", e["message"])
+	photo := b.readyFile(b.liveA, "photo.png", pngBytes(t, 8, 8))
+	refused(map[string]any{"file_id": photo, "operation": "convert", "options": map[string]any{"format": "txt"}},
+		422, domain.CodeValidationFailed, "options.format")
+	refused(map[string]any{"file_id": photo, "operation": "convert", "options": map[string]any{"format": "webp"}},
+		422, domain.CodeValidationFailed, "options.format")
+
 	// More documents than a job may hold.
 	long := b.readyFile(b.liveA, "long.pdf", pagesPDF(1001))
 	refused(map[string]any{"file_id": long, "operation": "pdf.split", "options": map[string]any{"every": 1}},
@@ -429,4 +439,21 @@ func TestOCROnAPageTooLongFailsOnce(t *testing.T) {
 	require.Equal(t, domain.CodeUnsupportedInput, e["code"], "%v", e)
 	require.Contains(t, e["message"], "at most 32767 on a side")
 	require.EqualValues(t, 1, j["attempts"])
+}
+
+// Slides convert to Markdown through the API: one section per slide, in order.
+func TestConvertSlidesToMarkdown(t *testing.T) {
+	t.Parallel()
+	b := engineSetup(t)
+	deck := b.readyFile(b.liveA, "deck.pptx", officetest.PPTX(t, []string{"Harbour opening", "Ships from the south"}))
+	r := b.createJob(b.liveA, map[string]any{"file_id": deck, "operation": "convert", "options": map[string]any{"format": "md"}})
+	require.Equal(t, 202, r.status, string(r.body))
+	j := b.waitJob(b.liveA, r.json(t)["id"].(string))
+	require.Equal(t, "succeeded", j["state"], "%v", j["error"])
+	arts := j["artifacts"].([]any)
+	require.Len(t, arts, 1)
+	require.Equal(t, "deck.md", arts[0].(map[string]any)["name"])
+	md := string(b.artifactBody(b.liveA, j, 0))
+	first, second := strings.Index(md, "Harbour opening"), strings.Index(md, "Ships from the south")
+	require.True(t, first >= 0 && second > first, "both slides, in order:\n%s", md)
 }

@@ -1,5 +1,6 @@
 // Package image is the image engine: image.convert on libvips, called in-process
-// through a thin cgo binding (vips.c) over the few libvips calls it needs.
+// through the one libvips binding the engines share (jobs/ops/internal/vips), with
+// this package's cgo wrappers over the few calls it needs.
 //
 // A conversion reads the input's header first and refuses it, before any pixel is
 // decoded, when it exceeds the pixel, frame or output limits. It then decodes through
@@ -11,6 +12,6 @@
 // TIFF, SVG and PDF loaders of libvips are reachable (never ImageMagick); BMP is
 // decoded in Go.
 //
-// It imports domain types and golang.org/x/image only; never HTTP, queue or database
-// packages, nor other filemill packages.
+// It imports domain types, jobs/ops/internal/vips and golang.org/x/image only; never
+// HTTP, queue or database packages, nor other filemill engines.
 package image

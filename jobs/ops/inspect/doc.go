@@ -4,6 +4,8 @@
 // decodes content, and bounds every read (pixels, pages, zip entries, XML bytes), so a
 // hostile file costs little more than reading its bytes once.
 //
-// It imports domain types, pdfcpu and golang.org/x/image only; never HTTP, queue or
-// database packages, nor other filemill packages.
+// It imports domain types, pdfcpu, golang.org/x/image and the readers it shares with
+// other engines (jobs/ops/internal: officeprops, the office page counter; zipparts,
+// the bounded zip walker); never HTTP, queue or database packages, nor other filemill
+// engines.
 package inspect

@@ -16,7 +16,8 @@
 // G4 when black and white, else JPEG). A PDF pdfcpu cannot read is rebuilt from its
 // recognised page images.
 //
-// It imports domain types, libtesseract and leptonica (cgo), pdfcpu, and
-// jobs/ops/internal (vips, imagepdf, pdfpages); never HTTP, queue or database packages,
-// nor other filemill engines.
+// It imports domain types, libtesseract and leptonica (cgo, loaded at start by
+// jobs/ops/internal/enginelib), pdfcpu, the PDFium pool (jobs/ops/pdfium, for the
+// renderer it offers the platform) and jobs/ops/internal (vips, imagepdf, pdfpages);
+// never HTTP, queue or database packages, nor other filemill engines.
 package ocr

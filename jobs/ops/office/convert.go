@@ -60,7 +60,45 @@ func Specs() []domain.OperationSpec {
 		Options:      ConvertOptions{},
 		InputFormats: InputFormats,
 		Price:        domain.Price{Credits: 5, Per: "file"},
+		Plan:         planConvert,
 	}}
+}
+
+// planConvert refuses at creation a conversion of the file's kind to a format convert
+// does not make from it (a PDF to Markdown, an image to text), naming options.format.
+func planConvert(options any, in domain.PlanInput) (domain.Work, error) {
+	w := domain.Work{Pages: in.Pages, OutPages: in.Pages}
+	if in.Format.MIMEType == "" {
+		return w, nil
+	}
+	o, err := domain.OptionsAs[ConvertOptions](options)
+	if err != nil {
+		return domain.Work{}, err
+	}
+	format := o.Format
+	if format == "" {
+		format = FormatPDF
+	}
+	if _, k := inputKind(in.Format, in.Filename); !converts(format, k) {
+		return domain.Work{}, domain.OptionRefused("options.format", "convert cannot turn %s into %s", kindNames[k], format)
+	}
+	return w, nil
+}
+
+// converts reports whether convert makes format from an input of kind k: the one table
+// admission and the run both follow.
+func converts(format string, k kind) bool {
+	switch format {
+	case FormatPDF:
+		return k != kindPDF && k != kindUnknown
+	case FormatPNG, FormatJPEG, FormatWebP:
+		return k != kindImage && k != kindUnknown
+	case FormatTXT:
+		return k != kindImage && k != kindUnknown
+	case FormatMD:
+		return k == kindText || k == kindPlain || k == kindHTML || k == kindSheet || k == kindSlides
+	}
+	return false
 }
 
 // kind is what an input is, for choosing the conversion path.
@@ -186,16 +224,22 @@ type conversion struct {
 	base string // the download name without extension
 }
 
+// kindNames say what an input of each kind is, in messages.
+var kindNames = map[kind]string{
+	kindText: "a text document", kindSheet: "a spreadsheet", kindSlides: "a presentation",
+	kindHTML: "an HTML page", kindMarkdown: "a Markdown file", kindPlain: "a plain text file",
+	kindImage: "an image", kindPDF: "a PDF", kindUnknown: "this file type",
+}
+
 func unsupported(format string, k kind) error {
-	what := map[kind]string{
-		kindText: "a text document", kindSheet: "a spreadsheet", kindSlides: "a presentation",
-		kindHTML: "an HTML page", kindMarkdown: "a Markdown file", kindPlain: "a plain text file",
-		kindImage: "an image", kindPDF: "a PDF", kindUnknown: "this file type",
-	}[k]
-	return domain.Errorf(domain.CodeUnsupportedInput, "convert cannot turn %s into %s", what, format)
+	return domain.Errorf(domain.CodeUnsupportedInput, "convert cannot turn %s into %s", kindNames[k], format)
 }
 
 func (c *conversion) run(ctx context.Context, format string) (*domain.EngineOutput, error) {
+	if !converts(format, c.kind) {
+		// A job admitted before its file's format was known.
+		return nil, unsupported(format, c.kind)
+	}
 	switch format {
 	case FormatPDF:
 		switch c.kind {

@@ -9,7 +9,8 @@
 // (jobs/ops/internal/imagepdf places a JPEG as it is; libvips decodes other oriented
 // images upright).
 //
-// It imports domain types, jobs/ops/runner, jobs/ops/internal (imagepdf, vips, pdfpages),
-// pdfcpu and its Markdown/HTML libraries; never HTTP, queue or database packages, nor
-// other filemill engines.
+// It imports domain types, jobs/ops/runner, the shared readers and writers of
+// jobs/ops/internal (docstruct, imagepdf, memcg, officeprops, pdfpages, vips, zipparts,
+// fsutil), pdfcpu and its Markdown/HTML libraries; never HTTP, queue or database
+// packages, nor other filemill engines.
 package office
