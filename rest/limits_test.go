@@ -11,6 +11,8 @@ import (
 
 	"github.com/filemill/filemill/domain"
 	imageop "github.com/filemill/filemill/jobs/ops/image"
+	"github.com/filemill/filemill/jobs/ops/ocr"
+	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
 	"github.com/filemill/filemill/jobs/ops/pdfium"
@@ -140,4 +142,27 @@ func TestOfficeJobPastItsDiskBoundFails(t *testing.T) {
 	// instance slow to start (retried), before the one that meets the bound.
 	requireLimitCode(t, b, id, domain.LimitDisk)
 	requireSucceeded(t, b, runJob(t, b, map[string]any{"file_id": doc, "operation": "convert", "options": map[string]any{"format": "txt"}}))
+}
+
+// tesseract runs inside the worker: a page whose recognition is estimated past the
+// job's memory bound (2000×2000 pixels at 16 bytes each, 61 MiB, against 32 MiB) fails
+// before recognition starts, and a small page then reads on the same worker.
+func TestOCRPagePastItsMemoryBoundFails(t *testing.T) {
+	t.Parallel()
+	occ := ocr.DefaultConfig()
+	occ.Parallel = 1
+	eng, err := ocr.New(occ)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	b := setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"ocr": eng}, cfg: func(c *domain.Config) { c.JobMemory = 32 << 20 }})
+	_, err = b.svc.Credits.Grant(context.Background(), b.orgA.Organization.ID, domain.EnvLive, 1000, "test")
+	require.NoError(t, err)
+	big := b.readyFile(b.liveA, "big.png", flatPNG(t, 2000, 2000))
+	requireLimitFailure(t, b, runJob(t, b, map[string]any{"file_id": big, "operation": "ocr"}), domain.LimitMemory)
+
+	var page bytes.Buffer
+	// 1200×600 at 300 dpi: 11 MiB estimated.
+	require.NoError(t, png.Encode(&page, ocrtest.Draw(t, []string{"The harbour opened in spring"}, 1200, 600, 300)))
+	small := b.readyFile(b.liveA, "page.png", page.Bytes())
+	requireSucceeded(t, b, runJob(t, b, map[string]any{"file_id": small, "operation": "ocr"}))
 }

@@ -364,6 +364,16 @@ type job struct {
 	jpeg   []byte
 }
 
+// pageMemory is the memory one page's recognition may take: the job's bound shared by
+// the pages recognised at once. 0: no bound.
+func (j *job) pageMemory() int64 {
+	m := j.in.Limits.Memory
+	if m <= 0 {
+		return 0
+	}
+	return m / int64(max(1, min(j.e.cfg.Parallel, j.pages)))
+}
+
 func (j *job) plan(ctx context.Context) error {
 	j.scratch = filepath.Join(j.in.WorkDir, ".ocr")
 	if err := os.MkdirAll(j.scratch, 0o700); err != nil {
@@ -554,7 +564,7 @@ func (j *job) recognize(ctx context.Context) error {
 // page reads (a scan's image, or the page rendered, for a PDF) and recognises page p
 // (0-based).
 func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
-	want := pageWant{words: j.words, layer: j.pdf}
+	want := pageWant{words: j.words, layer: j.pdf, memory: j.pageMemory()}
 	img, dpi := pageImage{path: j.in.Path}, 0
 	var content *PageContent
 	switch {
