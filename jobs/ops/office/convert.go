@@ -396,6 +396,20 @@ func precheck(path, ext string) error {
 	if len(zr.File) > 100_000 {
 		return domain.Errorf(domain.CodeUnsupportedInput, "the document has too many parts")
 	}
+	// The sizes its parts declare unpacked, against the structure reader's bounds: one
+	// 300 MiB shared string (300 KB packed) costs LibreOffice minutes and gigabytes.
+	lim := zipparts.DefaultLimits()
+	var total uint64
+	for _, f := range zr.File {
+		if f.UncompressedSize64 > uint64(lim.MaxPartBytes) {
+			return domain.Errorf(domain.CodeUnsupportedInput, "the document's part %s is %s unpacked; convert reads parts of at most %s",
+				f.Name, domain.FormatBytes(int64(min(f.UncompressedSize64, 1<<62))), domain.FormatBytes(lim.MaxPartBytes))
+		}
+		if total += f.UncompressedSize64; total > uint64(lim.MaxTotalBytes) {
+			return domain.Errorf(domain.CodeUnsupportedInput, "the document is more than %s unpacked; convert reads at most that",
+				domain.FormatBytes(lim.MaxTotalBytes))
+		}
+	}
 	return nil
 }
 
