@@ -201,7 +201,7 @@ func (w *Webhooks) record(ctx context.Context, d *Delivery, ep *WebhookEndpoint,
 		next.Status, next.NextAttemptAt = DeliveryFailed, nil
 	}
 	won := false
-	write := func(tx Store) error {
+	write := func(tx WebhookStore) error {
 		var err error
 		if won, err = tx.RecordDeliveryAttempt(ctx, a, &next, t.Attempt); err != nil {
 			return err
@@ -232,7 +232,7 @@ func (w *Webhooks) record(ctx context.Context, d *Delivery, ep *WebhookEndpoint,
 		// The usual case writes the attempt alone: no transaction needed.
 		err = write(w.Store)
 	} else {
-		err = w.Store.InTx(ctx, write)
+		err = w.inTx(ctx, func(tx WebhooksPorts) error { return write(tx) })
 	}
 	if err != nil {
 		return fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
@@ -317,7 +317,7 @@ func (w *Webhooks) SendTest(ctx context.Context, p *Principal, id string) (*Even
 	}
 	d := &Delivery{ID: NewID(PrefixDelivery), EndpointID: ep.ID, EventID: e.ID, EventType: e.Type, Status: DeliveryPending,
 		NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}
-	err = w.Store.InTx(ctx, func(tx Store) error {
+	err = w.inTx(ctx, func(tx WebhooksPorts) error {
 		if err := tx.CreateEvent(ctx, e); err != nil {
 			return err
 		}

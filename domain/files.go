@@ -12,9 +12,20 @@ import (
 	"time"
 )
 
+// FilesPorts is what Files uses of the Store: files and their artifacts, the events of
+// their history, the egress their downloads count, and the projects a list is scoped
+// to.
+type FilesPorts interface {
+	Transactor
+	FileStore
+	EventStore
+	CreditStore
+	TenantStore
+}
+
 // Files completes, lists, deletes and hands out downloads of files.
 type Files struct {
-	Store  Store
+	Store  FilesPorts
 	Blobs  Blobs
 	Clock  Clock
 	Config Config
@@ -26,9 +37,14 @@ type Files struct {
 	Scratch Scratch
 }
 
+// inTx runs fn in one transaction, on the ports Files declares.
+func (s *Files) inTx(ctx context.Context, fn func(tx FilesPorts) error) error {
+	return s.Store.InTx(ctx, func(tx Store) error { return fn(tx) })
+}
+
 // writeEvent writes one outbox row in tx about a file (subjectID), which puts it in the
 // file's history.
-func writeEvent(ctx context.Context, tx Store, typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) error {
+func writeEvent(ctx context.Context, tx EventStore, typ, orgID, projectID string, env Environment, subjectID string, obj any, at time.Time) error {
 	e, err := NewEvent(ctx, typ, orgID, projectID, env, subjectID, obj, at)
 	if err != nil {
 		return err
@@ -287,7 +303,7 @@ func (s *Files) complete(ctx context.Context, u *Upload, f *File) (*File, error)
 	if len(f.Findings) > 0 {
 		f.Status, f.ReadyAt, event = FileRejected, nil, EventFileRejected
 	}
-	err = s.Store.InTx(ctx, func(tx Store) error {
+	err = s.inTx(ctx, func(tx FilesPorts) error {
 		if f.Status == FileReady && f.SHA256 != "" {
 			dup, err := tx.FindOldestReadyFileByHash(ctx, f.ProjectID, f.SHA256, f.ID)
 			switch {
@@ -434,7 +450,7 @@ func (s *Files) DeleteFile(ctx context.Context, p *Principal, id string) error {
 			return fmt.Errorf("upload of file %s: %w", f.ID, err)
 		}
 	}
-	err = s.Store.InTx(ctx, func(tx Store) error {
+	err = s.inTx(ctx, func(tx FilesPorts) error {
 		f.Status, f.DeletedAt = FileDeleted, &now
 		ok, err := tx.UpdateFile(ctx, f, from)
 		if err != nil {

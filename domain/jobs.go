@@ -8,9 +8,22 @@ import (
 	"sync"
 )
 
+// JobsPorts is what Jobs uses of the Store: jobs and batches, the files they read and
+// the artifacts they write, the credits they reserve and settle, the projects a list is
+// scoped to, and whether the store answers (a worker pings it to tell a store out of
+// reach from an attempt that failed). Each admission and each move of a job is one
+// write of its own (AdmitJobs, TransitionJob), so Jobs opens no transaction.
+type JobsPorts interface {
+	JobStore
+	FileStore
+	CreditStore
+	TenantStore
+	Pinger
+}
+
 // Jobs runs operations on files.
 type Jobs struct {
-	Store    Store
+	Store    JobsPorts
 	Blobs    Blobs
 	Queue    Queue
 	Clock    Clock

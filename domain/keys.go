@@ -77,9 +77,10 @@ type NewKey struct {
 	ExpiresAt         *time.Time
 }
 
-// Keys issues, lists, revokes and checks API keys.
+// Keys issues, lists, revokes and checks API keys: organizations, their projects and
+// keys are all it reads and writes.
 type Keys struct {
-	Store Store
+	Store TenantStore
 	Clock Clock
 	cache *authCache
 
@@ -358,7 +359,7 @@ func (p *Principal) CheckResource(kind, orgID, projectID string, env Environment
 
 // ResolveProject returns the project a request acts on: the requested one, or the
 // key's own. Codes: not_found (unknown or another organization's), key_restricted.
-func (p *Principal) ResolveProject(ctx context.Context, store Store, requested string) (*Project, error) {
+func (p *Principal) ResolveProject(ctx context.Context, store TenantStore, requested string) (*Project, error) {
 	id := requested
 	if id == "" {
 		id = p.Key.ProjectID

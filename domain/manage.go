@@ -72,7 +72,7 @@ func (o *Organizations) CreateProjectAs(ctx context.Context, p *Principal, name 
 		return nil, err
 	}
 	prj := &Project{ID: NewID(PrefixProject), OrganizationID: p.Organization.ID, Name: name, ConcurrencyLimit: limit, CreatedAt: o.Clock.Now()}
-	err = o.Store.InTx(ctx, func(tx Store) error {
+	err = o.inTx(ctx, func(tx OrganizationsPorts) error {
 		if err := tx.LockOrganization(ctx, p.Organization.ID); err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func (s *People) CreateUser(ctx context.Context, nu NewUser) (*CreatedUser, erro
 		hash = HashPassword(nu.Password)
 	}
 	var out CreatedUser
-	err = s.Store.InTx(ctx, func(tx Store) error {
+	err = s.inTx(ctx, func(tx PeoplePorts) error {
 		now := s.Clock.Now()
 		if _, err := tx.FindOrganizationByID(ctx, nu.OrganizationID); errors.Is(err, ErrNotFound) {
 			return NotFound("organization")
@@ -83,7 +83,7 @@ func (s *People) CreateUser(ctx context.Context, nu NewUser) (*CreatedUser, erro
 
 // ensureUser finds the account of email, creating it (with hash as its password, "" for
 // none) when there is none; a given hash replaces an existing account's password.
-func (s *People) ensureUser(ctx context.Context, tx Store, email, hash string, now time.Time) (*User, error) {
+func (s *People) ensureUser(ctx context.Context, tx PeopleStore, email, hash string, now time.Time) (*User, error) {
 	u, err := tx.FindUserByEmail(ctx, email)
 	if errors.Is(err, ErrNotFound) {
 		u = &User{ID: NewID(PrefixUser), Email: email, PasswordHash: hash, CreatedAt: now}
@@ -104,7 +104,7 @@ func (s *People) ensureUser(ctx context.Context, tx Store, email, hash string, n
 	return u, nil
 }
 
-func (s *People) newPasswordToken(ctx context.Context, tx Store, userID string, now time.Time) (string, error) {
+func (s *People) newPasswordToken(ctx context.Context, tx PeopleStore, userID string, now time.Time) (string, error) {
 	token := newToken(passwordTokenPrefix)
 	t := &PasswordToken{ID: NewID(PrefixPasswordToken), UserID: userID, TokenHash: HashKey(token), CreatedAt: now,
 		ExpiresAt: now.Add(s.Config.PasswordLinkTTL)}
@@ -146,7 +146,7 @@ func (s *People) Invite(ctx context.Context, p *Principal, email, role string) (
 	now := s.Clock.Now()
 	inv := &Invitation{ID: NewID(PrefixInvitation), OrganizationID: p.Organization.ID, Email: email, Role: role,
 		TokenHash: HashKey(token), InvitedBy: p.Key.ID, CreatedAt: now, ExpiresAt: now.Add(s.Config.InvitationTTL)}
-	err = s.Store.InTx(ctx, func(tx Store) error {
+	err = s.inTx(ctx, func(tx PeoplePorts) error {
 		if err := tx.LockOrganization(ctx, p.Organization.ID); err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ func (s *People) PreviewInvitation(ctx context.Context, token string) (*Invitati
 	return pv, nil
 }
 
-func (s *People) pendingInvitation(ctx context.Context, tx Store, token string) (*Invitation, error) {
+func (s *People) pendingInvitation(ctx context.Context, tx PeopleStore, token string) (*Invitation, error) {
 	gone := &Error{Code: CodeNotFound, Message: "this invitation is not valid: it was used, revoked or has expired", Param: "token"}
 	if !wellFormedToken(invitationTokenPrefix, token) {
 		return nil, gone
@@ -294,7 +294,7 @@ func (s *People) AcceptInvitation(ctx context.Context, token, password string, i
 		hash = HashPassword(password)
 	}
 	var in *SignedIn
-	err = s.Store.InTx(ctx, func(tx Store) error {
+	err = s.inTx(ctx, func(tx PeoplePorts) error {
 		now := s.Clock.Now()
 		if err := tx.LockOrganization(ctx, inv.OrganizationID); err != nil {
 			return err
@@ -334,7 +334,7 @@ func (s *People) AcceptInvitation(ctx context.Context, token, password string, i
 }
 
 // findMember finds a membership of the principal's organization. Codes: not_found.
-func (s *People) findMember(ctx context.Context, tx Store, p *Principal, id string) (*Membership, error) {
+func (s *People) findMember(ctx context.Context, tx PeopleStore, p *Principal, id string) (*Membership, error) {
 	if !ValidID(PrefixMembership, id) {
 		return nil, NotFound("member")
 	}
@@ -360,7 +360,7 @@ func (s *People) ChangeRole(ctx context.Context, p *Principal, id, role string) 
 		return nil, InvalidParam("role", "role must be one of owner, admin, developer, viewer")
 	}
 	var out *Membership
-	err := s.Store.InTx(ctx, func(tx Store) error {
+	err := s.inTx(ctx, func(tx PeoplePorts) error {
 		if err := tx.LockOrganization(ctx, p.Organization.ID); err != nil {
 			return err
 		}
@@ -396,7 +396,7 @@ func (s *People) RemoveMember(ctx context.Context, p *Principal, id string) (*Me
 		}
 	}
 	var out *Membership
-	err := s.Store.InTx(ctx, func(tx Store) error {
+	err := s.inTx(ctx, func(tx PeoplePorts) error {
 		if err := tx.LockOrganization(ctx, p.Organization.ID); err != nil {
 			return err
 		}

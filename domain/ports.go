@@ -169,10 +169,11 @@ type JobTransition struct {
 // Store is the metadata store. Find methods return ErrNotFound for a missing row.
 // Every method works inside or outside a transaction: InTx hands fn a Store bound to
 // one transaction, and nested InTx calls join it. It is the sum of one port per aggregate
-// below, so a reader (and a test) sees what a service needs.
+// below; each service takes only the ports it uses (FilesPorts, JobsPorts, ...), so a
+// reader (and a test) sees what a service needs.
 type Store interface {
-	InTx(ctx context.Context, fn func(tx Store) error) error
-	Ping(ctx context.Context) error
+	Transactor
+	Pinger
 
 	TenantStore
 	PeopleStore
@@ -182,6 +183,22 @@ type Store interface {
 	WebhookStore
 	FileStore
 	JobStore
+}
+
+// Transactor runs work in one transaction of the store.
+type Transactor interface {
+	// InTx runs fn in one transaction; inside one already, fn joins it. fn receives the
+	// whole Store bound to the transaction rather than a narrower port: a transaction
+	// spans aggregates (a file's move and its event, a membership and its organization's
+	// lock), and the store binds all of them to it at once. A service narrows tx to its
+	// own ports before using it (see Files.inTx), so what its transactions touch is still
+	// what its type declares.
+	InTx(ctx context.Context, fn func(tx Store) error) error
+}
+
+// Pinger tells whether the store answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }
 
 // TenantStore holds organizations, their projects and API keys.

@@ -35,7 +35,7 @@ func (w *Webhooks) Relay(ctx context.Context, limit int) (int, error) {
 		deliveries []*Delivery
 	)
 	now := w.Clock.Now()
-	err := w.Store.InTx(ctx, func(tx Store) error {
+	err := w.inTx(ctx, func(tx WebhooksPorts) error {
 		var err error
 		if events, err = tx.ClaimOutbox(ctx, limit); err != nil || len(events) == 0 {
 			return err

@@ -227,7 +227,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Services bundles the use cases both front doors call.
+// Services bundles the use cases both front doors call. It holds the whole Store, the
+// one every service's ports are narrowed from: it keeps the idempotency records of the
+// requests Do runs, and the processes built on it ping it and look tenants up through
+// it.
 type Services struct {
 	Config        Config
 	Store         Store
@@ -319,13 +322,26 @@ func NewServices(cfg Config, d Deps) *Services {
 	return s
 }
 
+// OrganizationsPorts is what Organizations uses of the Store: organizations, projects
+// and keys, and the credit accounts a bootstrap grants to in the same transaction.
+type OrganizationsPorts interface {
+	Transactor
+	TenantStore
+	CreditStore
+}
+
 // Organizations manages tenants and their projects (operator actions).
 type Organizations struct {
-	Store   Store
+	Store   OrganizationsPorts
 	Clock   Clock
 	Config  Config
 	Keys    *Keys
 	Credits *Credits
+}
+
+// inTx runs fn in one transaction, on the ports Organizations declares.
+func (o *Organizations) inTx(ctx context.Context, fn func(tx OrganizationsPorts) error) error {
+	return o.Store.InTx(ctx, func(tx Store) error { return fn(tx) })
 }
 
 // Bootstrap is the result of Organizations.Bootstrap.
@@ -348,7 +364,7 @@ func (o *Organizations) Bootstrap(ctx context.Context, orgName, projectName stri
 		return nil, InvalidParam("credits", "credits must not be negative")
 	}
 	var b Bootstrap
-	err := o.Store.InTx(ctx, func(tx Store) error {
+	err := o.inTx(ctx, func(tx OrganizationsPorts) error {
 		org, err := o.ensureOrganization(ctx, tx, orgName)
 		if err != nil {
 			return err
@@ -383,7 +399,7 @@ func (o *Organizations) Bootstrap(ctx context.Context, orgName, projectName stri
 	return &b, nil
 }
 
-func (o *Organizations) ensureOrganization(ctx context.Context, tx Store, name string) (*Organization, error) {
+func (o *Organizations) ensureOrganization(ctx context.Context, tx TenantStore, name string) (*Organization, error) {
 	org, err := tx.FindOrganizationByName(ctx, name)
 	if err == nil {
 		return org, nil
@@ -395,7 +411,7 @@ func (o *Organizations) ensureOrganization(ctx context.Context, tx Store, name s
 	return org, tx.CreateOrganization(ctx, org)
 }
 
-func (o *Organizations) ensureProject(ctx context.Context, tx Store, orgID, name string) (*Project, error) {
+func (o *Organizations) ensureProject(ctx context.Context, tx TenantStore, orgID, name string) (*Project, error) {
 	prj, err := tx.FindProjectByName(ctx, orgID, name)
 	if err == nil {
 		return prj, nil
@@ -455,10 +471,21 @@ func (o *Organizations) SetConcurrencyLimit(ctx context.Context, projectID strin
 	return o.Store.SetProjectConcurrencyLimit(ctx, projectID, limit)
 }
 
+// CreditsPorts is what Credits uses of the Store: the credit accounts and their ledger.
+type CreditsPorts interface {
+	Transactor
+	CreditStore
+}
+
 // Credits moves credits through the ledger.
 type Credits struct {
-	Store Store
+	Store CreditsPorts
 	Clock Clock
+}
+
+// inTx runs fn in one transaction, on the ports Credits declares.
+func (c *Credits) inTx(ctx context.Context, fn func(tx CreditsPorts) error) error {
+	return c.Store.InTx(ctx, func(tx Store) error { return fn(tx) })
 }
 
 // Grant adds credits to an organization's account for one environment.
@@ -470,7 +497,7 @@ func (c *Credits) Grant(ctx context.Context, orgID string, env Environment, amou
 		return nil, InvalidParam("environment", "environment must be live or test")
 	}
 	var acct *CreditAccount
-	err := c.Store.InTx(ctx, func(tx Store) error {
+	err := c.inTx(ctx, func(tx CreditsPorts) error {
 		a, err := tx.FindCreditAccount(ctx, orgID, env)
 		if err != nil {
 			return fmt.Errorf("credit account: %w", err)

@@ -9,13 +9,27 @@ import (
 	"time"
 )
 
+// PeoplePorts is what People uses of the Store: users, memberships, sessions,
+// invitations and sign-in throttles, and the organizations and projects they belong to
+// (a change to an organization's members holds its lock).
+type PeoplePorts interface {
+	Transactor
+	PeopleStore
+	TenantStore
+}
+
 // People signs people in and out of the console, authenticates their sessions, and
 // manages members, invitations and the users behind them.
 type People struct {
-	Store  Store
+	Store  PeoplePorts
 	Clock  Clock
 	Config Config
 	Limits *RateLimits
+}
+
+// inTx runs fn in one transaction, on the ports People declares.
+func (s *People) inTx(ctx context.Context, fn func(tx PeoplePorts) error) error {
+	return s.Store.InTx(ctx, func(tx Store) error { return fn(tx) })
 }
 
 // SessionTouchEvery is how often a session's last use is written at most; its idle
@@ -172,7 +186,7 @@ func (s *People) chooseOrganization(ctx context.Context, u *User, orgID string) 
 }
 
 // startSession opens a session for u in org.
-func (s *People) startSession(ctx context.Context, tx Store, u *User, m *Membership, org *Organization, ip netip.Addr, ua string) (*SignedIn, error) {
+func (s *People) startSession(ctx context.Context, tx PeopleStore, u *User, m *Membership, org *Organization, ip netip.Addr, ua string) (*SignedIn, error) {
 	now := s.Clock.Now()
 	token, csrf := newToken(sessionTokenPrefix), newToken("")
 	if len(ua) > 512 {
@@ -370,7 +384,7 @@ func (s *People) ChangePassword(ctx context.Context, p *Principal, current, next
 		return err
 	}
 	now := s.Clock.Now()
-	return s.Store.InTx(ctx, func(tx Store) error {
+	return s.inTx(ctx, func(tx PeoplePorts) error {
 		if err := tx.SetUserPassword(ctx, p.User.ID, HashPassword(next), now); err != nil {
 			return err
 		}
@@ -391,7 +405,7 @@ func (s *People) SetPassword(ctx context.Context, token, password string, ip net
 	}
 	hash := HashPassword(password)
 	var in *SignedIn
-	err := s.Store.InTx(ctx, func(tx Store) error {
+	err := s.inTx(ctx, func(tx PeoplePorts) error {
 		now := s.Clock.Now()
 		t, err := tx.UsePasswordToken(ctx, HashKey(token), now)
 		if errors.Is(err, ErrNotFound) {

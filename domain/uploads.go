@@ -31,14 +31,28 @@ type Fetched struct {
 	Size        int64 // -1 when the server did not say
 }
 
+// UploadsPorts is what Uploads uses of the Store: upload sessions and their files, the
+// events they write, and the project a session is opened in.
+type UploadsPorts interface {
+	Transactor
+	FileStore
+	EventStore
+	TenantStore
+}
+
 // Uploads opens upload sessions and completes them into files.
 type Uploads struct {
-	Store   Store
+	Store   UploadsPorts
 	Blobs   Blobs
 	Fetcher Fetcher
 	Clock   Clock
 	Config  Config
 	Files   *Files
+}
+
+// inTx runs fn in one transaction, on the ports Uploads declares.
+func (s *Uploads) inTx(ctx context.Context, fn func(tx UploadsPorts) error) error {
+	return s.Store.InTx(ctx, func(tx Store) error { return fn(tx) })
 }
 
 // NewUpload is the body of POST /v1/uploads.
@@ -399,7 +413,7 @@ func (s *Uploads) AbortUpload(ctx context.Context, p *Principal, id string) erro
 		return consumed(u)
 	}
 	now := s.Clock.Now()
-	err = s.Store.InTx(ctx, func(tx Store) error {
+	err = s.inTx(ctx, func(tx UploadsPorts) error {
 		ok, err := tx.TransitionUpload(ctx, u.ID, UploadOpen, UploadAborted, now)
 		if err != nil || !ok {
 			if err == nil {
@@ -445,7 +459,7 @@ func (s *Uploads) SweepExpired(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		err = s.Store.InTx(ctx, func(tx Store) error {
+		err = s.inTx(ctx, func(tx UploadsPorts) error {
 			ok, err := tx.TransitionUpload(ctx, u.ID, UploadOpen, UploadExpired, now)
 			if err != nil || !ok {
 				return err

@@ -6,9 +6,17 @@ import (
 	"time"
 )
 
+// UsagePorts is what Usage uses of the Store: the credit account and its sums, the
+// files whose egress it counts, and the project a report is about.
+type UsagePorts interface {
+	CreditStore
+	FileStore
+	TenantStore
+}
+
 // Usage reports a project's consumption for the current calendar month.
 type Usage struct {
-	Store Store
+	Store UsagePorts
 	Clock Clock
 	// EgressAtServe is true when the storage backend reports the bytes it serves (the
 	// local storage host); otherwise a download URL counts the object's size when minted.

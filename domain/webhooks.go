@@ -13,10 +13,19 @@ import (
 	"github.com/filemill/filemill/domain/netguard"
 )
 
+// WebhooksPorts is what Webhooks uses of the Store: endpoints and their deliveries, the
+// events (outbox) it relays and lists, and the projects a request is scoped to.
+type WebhooksPorts interface {
+	Transactor
+	WebhookStore
+	EventStore
+	TenantStore
+}
+
 // Webhooks manages webhook endpoints, relays the outbox to them and to live
 // subscribers, and makes the delivery attempts.
 type Webhooks struct {
-	Store  Store
+	Store  WebhooksPorts
 	Clock  Clock
 	Config Config
 	// Guard vets endpoint URLs at creation; nil checks their shape only.
@@ -28,6 +37,11 @@ type Webhooks struct {
 	Deliveries DeliveryQueue
 	// Sender makes the HTTP requests of delivery attempts.
 	Sender WebhookSender
+}
+
+// inTx runs fn in one transaction, on the ports Webhooks declares.
+func (w *Webhooks) inTx(ctx context.Context, fn func(tx WebhooksPorts) error) error {
+	return w.Store.InTx(ctx, func(tx Store) error { return fn(tx) })
 }
 
 // NewWebhookEndpoint is the request to register an endpoint.
@@ -68,7 +82,7 @@ func (w *Webhooks) CreateEndpoint(ctx context.Context, p *Principal, req NewWebh
 		Environment: p.Environment(), URL: req.URL, EnabledEvents: events, Secret: newWebhookSecret(),
 		Status: EndpointEnabled, CreatedAt: w.Clock.Now(),
 	}
-	err = w.Store.InTx(ctx, func(tx Store) error {
+	err = w.inTx(ctx, func(tx WebhooksPorts) error {
 		existing, _, err := tx.FindWebhookEndpoints(ctx, WebhookEndpointFilter{
 			Scope: Scope{OrganizationID: p.Organization.ID, ProjectID: prj.ID}, Environment: p.Environment(),
 			Page: Page{Limit: MaxPageSize}})
@@ -222,7 +236,7 @@ func newWebhookSecret() string {
 
 // listScope is the scope of a list request: one project when project_id is given
 // (checked), otherwise the key's restriction, otherwise the whole organization.
-func listScope(ctx context.Context, store Store, p *Principal, projectID string) (Scope, error) {
+func listScope(ctx context.Context, store TenantStore, p *Principal, projectID string) (Scope, error) {
 	scope := Scope{OrganizationID: p.Organization.ID}
 	if projectID != "" {
 		if !ValidID(PrefixProject, projectID) {
