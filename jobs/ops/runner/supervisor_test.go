@@ -205,24 +205,38 @@ func TestSupervisorQueueWaitIsNotTakenFromTheRunTimeout(t *testing.T) {
 		})
 	}()
 	<-holding
-	const runTimeout = time.Second
+	// Nothing waits for the run timeout: the run's deadline is read, not reached.
+	const runTimeout = time.Minute
 	type result struct {
-		got string
-		err error
+		got      string
+		deadline time.Time
+		err      error
 	}
 	res := make(chan result, 1)
-	queued := time.Now()
 	go func() {
-		got, _, err := echo(s, "waited", runTimeout)
-		res <- result{got, err}
+		var r result
+		r.err = s.Run(context.Background(), runTimeout, func(ctx context.Context, e *echoInstance) error {
+			r.deadline, _ = ctx.Deadline()
+			var err error
+			r.got, err = e.ask(ctx, "waited")
+			return err
+		})
+		res <- r
 	}()
 	waitFor(t, "the second run to queue", func() bool { return s.Waiting() == 1 })
-	// Hold the only instance for longer than the second run's own timeout.
-	time.Sleep(time.Until(queued.Add(2 * runTimeout)))
+	queued := time.Now() // the second Run was called before this
+	// Hand the instance over once the clock has moved on, so that a deadline counted from
+	// the call is earlier than any counted from the handover.
+	handover := eventually.Value(t, "the clock to move past the queueing", func() (time.Time, bool) {
+		now := time.Now()
+		return now, now.After(queued)
+	})
 	close(release)
 	r := <-res
 	require.NoError(t, r.err)
 	require.Equal(t, "waited", r.got)
+	require.False(t, r.deadline.Before(handover.Add(runTimeout)),
+		"the run's deadline %s is counted from the call, not from the handover at %s", r.deadline, handover)
 }
 
 func TestSupervisorQueueTimeoutAndLimit(t *testing.T) {
