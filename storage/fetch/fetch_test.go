@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -354,24 +355,48 @@ func TestFetch(t *testing.T) {
 
 	t.Run("SlowReaderIsNotCutByIdleTimeout", func(t *testing.T) {
 		t.Parallel()
-		const size = 8 << 20 // more than socket buffers hold, so the server waits on us
-		b := setup(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(make([]byte, size)) })
-		f := b.fetcher(func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
-		res, err := f.Fetch(ctx, b.srv.URL, size)
+		// The server sends a piece only when the caller asks for it, and the caller reads it
+		// only once it is sent, so no read ever waits on the server: the one silence is the
+		// caller's own, each longer than the idle timeout, and however slow the machine
+		// makes either side, no deadline can run out unless one runs while nobody reads.
+		const idle = 100 * time.Millisecond
+		const pieces, piece = 3, 32 << 10
+		ask, sent := make(chan struct{}), make(chan struct{})
+		var b *bundle
+		b = setup(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(pieces*piece))
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			for range pieces {
+				select {
+				case <-ask:
+				case <-b.stop:
+					return
+				}
+				_, _ = w.Write(make([]byte, piece))
+				w.(http.Flusher).Flush()
+				select {
+				case sent <- struct{}{}:
+				case <-b.stop:
+					return
+				}
+			}
+		})
+		f := b.fetcher(func(c *Config) { c.IdleTimeout = idle })
+		res, err := f.Fetch(ctx, b.srv.URL, pieces*piece)
 		require.NoError(t, err)
 		defer res.Body.Close()
-		buf := make([]byte, 1<<20)
-		total := 0
-		for {
-			time.Sleep(40 * time.Millisecond) // 8+ pauses: together far above the idle timeout
-			n, err := io.ReadFull(res.Body, buf)
-			total += n
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				break
-			}
-			require.NoError(t, err)
+		buf := make([]byte, piece)
+		for i := range pieces {
+			time.Sleep(2 * idle) // the stimulus, not a wait: the caller reads nothing for this long
+			ask <- struct{}{}
+			<-sent
+			_, err := io.ReadFull(res.Body, buf)
+			require.NoError(t, err, "piece %d", i)
 		}
-		require.Equal(t, size, total)
+		n, err := res.Body.Read(buf)
+		require.Zero(t, n)
+		require.Equal(t, io.EOF, err)
 	})
 
 	t.Run("ClosingTheBodyEndsTheRequest", func(t *testing.T) {
