@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 var idemCounter atomic.Int64
@@ -503,18 +504,29 @@ func TestExpiredUploadURLIsRefused(t *testing.T) {
 			t.Parallel()
 			// The local storage host reads the test's clock; an S3 store keeps real time.
 			clock := &shiftedClock{}
+			const ttl = 2 * time.Second
 			b := setup(t, setupOpts{backend: backend, storageClock: clock.Now,
-				cfg: func(c *domain.Config) { c.UploadURLTTL = 2 * time.Second }})
+				cfg: func(c *domain.Config) { c.UploadURLTTL = ttl }})
 			u := b.openUpload(b.liveA, "late.bin", 4, nil)
 			exp, err := time.Parse(time.RFC3339, u["upload_url_expires_at"].(string))
 			require.NoError(t, err)
-			require.WithinDuration(t, time.Now().Add(2*time.Second), exp, 2*time.Second)
+			require.WithinDuration(t, time.Now().Add(ttl), exp, 2*time.Second)
 			if backend == "local" {
 				clock.advance(3 * time.Second)
 			} else {
-				// The store signs whole seconds from its own clock: it may honour the URL
-				// up to a second past the time the session shows. Wait for that instant.
-				time.Sleep(time.Until(exp.Add(1500 * time.Millisecond)))
+				// The store keeps real time, signs whole seconds from its own clock, and may
+				// honour the URL up to a second past the time the session shows. Wait until
+				// it refuses a GET URL minted after the upload URL with the same lifetime:
+				// a GET changes nothing, so it can be polled.
+				ctx := context.Background()
+				probe := fmt.Sprintf("expiry-probe/%x", randomBytes(8))
+				require.NoError(t, b.blobs.Put(ctx, probe, bytes.NewReader([]byte("x")), 1))
+				gu, err := b.blobs.PresignGet(ctx, probe, ttl, domain.Download{})
+				require.NoError(t, err)
+				eventually.True(t, "the store to refuse a URL as old as the upload URL", func() bool {
+					status, _ := get(t, gu, nil)
+					return status == http.StatusForbidden
+				})
 			}
 			resp, body := putBody(t, u["upload_url"].(string), u["upload_headers"].(map[string]any), randomBytes(4))
 			require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
