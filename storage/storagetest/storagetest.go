@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/storage"
 )
 
@@ -363,10 +364,10 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		} else {
 			// The store keeps real time: wait until it refuses the GET URL, minted after the
 			// PUT URL with the same lifetime. A GET changes nothing, so it can be polled.
-			require.Eventually(t, func() bool {
+			eventually.True(t, "the GET URL to expire", func() bool {
 				resp, _ := Get(t, gu, "")
 				return resp.StatusCode == http.StatusForbidden
-			}, 30*time.Second, 100*time.Millisecond, "the GET URL never expired")
+			})
 		}
 
 		resp, body := Put(t, pu, headers, data, int64(len(data)))
