@@ -854,11 +854,8 @@ func TestHangingConversionIsKilledAtItsDeadline(t *testing.T) {
 	// The whole group got SIGKILL at the deadline; a process that large takes a moment
 	// to be torn down. Ten seconds is far more than that, and far less than the rest
 	// of the conversion a surviving LibreOffice would go on with.
-	killedBy := time.Now().Add(10 * time.Second)
-	for groupAlive(pgid) {
-		require.True(t, time.Now().Before(killedBy), "the helper and LibreOffice are gone together")
-		time.Sleep(5 * time.Millisecond)
-	}
+	_, err = eventually.Wait(10*time.Second, func() (struct{}, bool) { return struct{}{}, !groupAlive(pgid) })
+	require.NoError(t, err, "the helper and LibreOffice are gone together")
 
 	out, err := convert(t, e, "after.docx", officetest.DOCX(t, [][]string{{"after"}}), "pdf")
 	require.NoError(t, err)
