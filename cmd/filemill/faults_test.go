@@ -19,6 +19,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/filemill/filemill/db/dbtest"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs/redistest"
 )
 
@@ -154,14 +155,11 @@ func runOutage(t *testing.T, stopped string, outage time.Duration) {
 	defer db.Close()
 	ctx := context.Background()
 	var unfinished int
-	for {
+	_, err := eventually.Wait(time.Until(recovered.Add(recoveryBound)), func() (struct{}, bool) {
 		require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')").Scan(&unfinished))
-		if unfinished == 0 {
-			break
-		}
-		require.True(t, time.Since(recovered) < recoveryBound, "%d jobs unfinished %s after %s came back", unfinished, recoveryBound, stopped)
-		time.Sleep(200 * time.Millisecond)
-	}
+		return struct{}{}, unfinished == 0
+	})
+	require.NoError(t, err, "%d jobs unfinished %s after %s came back", unfinished, recoveryBound, stopped)
 	t.Logf("every job finished %s after %s came back", time.Since(recovered).Round(100*time.Millisecond), stopped)
 
 	// Every accepted job succeeded: an outage costs a job none of its attempts.

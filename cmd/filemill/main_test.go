@@ -371,20 +371,18 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 // propagation bound of the auth cache, with a margin, has passed.
 func awaitStatus(t *testing.T, url, key string, status int, code string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		got, m := apiGet(t, url, key)
-		gotCode := ""
+	var got int
+	var gotCode string
+	if _, err := eventually.Wait(3*time.Second, func() (struct{}, bool) {
+		var m map[string]any
+		got, m = apiGet(t, url, key)
+		gotCode = ""
 		if e, ok := m["error"].(map[string]any); ok {
 			gotCode, _ = e["code"].(string)
 		}
-		if got == status && gotCode == code {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %d %q, want %d %q", url, got, gotCode, status, code)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return struct{}{}, got == status && gotCode == code
+	}); err != nil {
+		t.Fatalf("GET %s: %d %q, want %d %q", url, got, gotCode, status, code)
 	}
 }
 

@@ -77,14 +77,14 @@ func TestSubscriptionSeesAJobRunByAnotherProcess(t *testing.T) {
 		return status != 503
 	})
 	require.Equal(t, 202, status, "%v", first)
-	for {
+	eventually.True(t, "the worker to take the first job", func() bool {
 		_, j := apiGet(t, base+"/v1/jobs/"+first["id"].(string), key)
 		if j["state"] == "running" {
-			break
+			return true
 		}
 		require.Equal(t, "queued", j["state"], "the first job ended before the second could wait: %v", j)
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	status, job := apiPost(t, base+"/v1/jobs", key, map[string]any{"file_id": followed, "operation": "inspect"})
 	require.Equal(t, 202, status, "%v", job)
 	jobID := job["id"].(string)
