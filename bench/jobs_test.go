@@ -17,6 +17,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/jobs"
 )
 
@@ -305,7 +306,7 @@ func BenchmarkInspectThroughput(b *testing.B) {
 				b.StartTimer()
 				var first, last time.Time
 				done := 0
-				for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				_, drain := eventually.Wait(5*time.Minute, func() (struct{}, bool) {
 					jobs, more, err := s.store.FindJobs(context.Background(), domain.JobFilter{Scope: domain.Scope{OrganizationID: s.org.Organization.ID},
 						Environment: domain.EnvLive, State: domain.JobQueued, Page: domain.Page{Limit: 1}})
 					if err != nil {
@@ -313,14 +314,15 @@ func BenchmarkInspectThroughput(b *testing.B) {
 					}
 					running, _, _ := s.store.FindJobs(context.Background(), domain.JobFilter{Scope: domain.Scope{OrganizationID: s.org.Organization.ID},
 						Environment: domain.EnvLive, State: domain.JobRunning, Page: domain.Page{Limit: 1}})
-					if len(jobs) == 0 && !more && len(running) == 0 {
-						break
-					}
-				}
+					return struct{}{}, len(jobs) == 0 && !more && len(running) == 0
+				})
 				b.StopTimer()
 				for _, c := range cmds {
 					_ = c.Process.Kill()
 					_ = c.Wait()
+				}
+				if drain != nil {
+					b.Fatal("the workers did not finish the jobs in 5 minutes")
 				}
 				first, last, done = s.finishedSpan(b)
 				b.ReportMetric(float64(done)/last.Sub(first).Seconds(), "jobs/s")
