@@ -26,6 +26,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/internal/testaddr"
 	"github.com/filemill/filemill/storage/miniotest"
 )
@@ -320,11 +321,8 @@ func freeAddr(t testing.TB) string { t.Helper(); return ports.Free(t) }
 func waitFor(t testing.TB, what string, bound time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for !cond() {
-		if time.Since(start) > bound {
-			t.Fatalf("waited %s for %s", bound, what)
-		}
-		time.Sleep(25 * time.Millisecond)
+	if _, err := eventually.Wait(bound, func() (struct{}, bool) { return struct{}{}, cond() }); err != nil {
+		t.Fatalf("waited %s for %s", bound, what)
 	}
 	return time.Since(start)
 }
