@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // The slow-body limits of the test's server: short, so the test does not wait minutes.
@@ -138,8 +140,7 @@ func TestSlowBodies(t *testing.T) {
 	// Two listeners, each holding at most the cap for this address, each refusal
 	// lingering briefly (at most 64 at once per listener), and the server's own.
 	require.Less(t, peak, before+2*(testConnsPerAddress+64)+50, "descriptors stay bounded")
-	require.Eventually(t, func() bool { return openFDs() <= before+5 }, safetyBound, 50*time.Millisecond,
-		"the server gives its descriptors back: %d before, %d now", before, openFDs())
+	eventually.True(t, fmt.Sprintf("the server to give its descriptors back (%d before)", before), func() bool { return openFDs() <= before+5 })
 	healthy()
 
 	t.Run("SlowSteadyUploadLands", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/cmd/filemill/listener"
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // serve runs h behind a listener with the limits of c on a loopback port and returns
@@ -160,8 +161,7 @@ func TestSlowBodiesGiveBackTheirDescriptors(t *testing.T) {
 	}
 	// The server closes its side just after its answer (it half-closes first, so the
 	// client reads the answer): wait for the last of them.
-	require.Eventually(t, func() bool { return openFDs(t) <= before }, safety, 10*time.Millisecond,
-		"descriptors: %d before, %d while held, %d after", before, held, openFDs(t))
+	eventually.True(t, fmt.Sprintf("the descriptors to be given back (%d before, %d while held)", before, held), func() bool { return openFDs(t) <= before })
 	t.Logf("descriptors: %d before, %d while %d slow bodies were held, %d after", before, held, n, openFDs(t))
 }
 
@@ -245,14 +245,14 @@ func TestConnectionsPerAddress(t *testing.T) {
 	requireCode(t, body, "rate_limited")
 
 	held[0].Close()
-	require.Eventually(t, func() bool {
+	eventually.True(t, "a closed connection to give its place back", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, safety, 20*time.Millisecond, "a closed connection gives its place back")
+	})
 }
 
 // A client that waits for 100 Continue before sending its body is answered at once by
