@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/graph"
 	"github.com/filemill/filemill/graph/graphtest"
 	"github.com/filemill/filemill/jobs"
@@ -341,15 +342,12 @@ func freeLoopbackAddr(tb testing.TB) string {
 
 func waitUp(tb testing.TB, base string) {
 	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+	eventually.True(tb, base+" ready", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	tb.Fatalf("%s never became ready", base)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/filemill/filemill/db"
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/domain/eventually"
 	"github.com/filemill/filemill/domain/netguard"
 	"github.com/filemill/filemill/jobs"
 )
@@ -173,12 +174,12 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 			if got := h.recv.count.Load(); got < want {
 				b.Fatalf("%d of %d deliveries arrived", got, want)
 			}
-			recorded := countAttempts(b, h.store)
-			if recorded < want {
-				// The receiver answers before the attempt is written: wait for the last writes.
-				time.Sleep(time.Second)
+			// The receiver answers before the attempt is written: wait for the last writes.
+			var recorded int64
+			eventually.True(b, "every delivery's attempt to be recorded", func() bool {
 				recorded = countAttempts(b, h.store)
-			}
+				return recorded >= want
+			})
 			if recorded != want {
 				b.Fatalf("%d attempts recorded for %d deliveries", recorded, want)
 			}
