@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/filemill/filemill/domain/eventually"
 )
 
 // checkAll waits for the load to drain and checks every invariant, then reports the
@@ -278,18 +280,16 @@ func (d *deployment) checkAll(ctx context.Context, c *client, l *load, hooks *de
 		minioPid = d.minio.cmd.Process.Pid
 	}
 	d.minio.mu.Unlock()
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	// What is still there after the bound is reported with the figures.
+	_, _ = eventually.Wait(60*time.Second, func() (struct{}, bool) {
 		left = left[:0]
 		for _, p := range processesUnder(d.root) {
 			if !strings.HasPrefix(p, fmt.Sprint(minioPid)+" ") {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return struct{}{}, len(left) == 0
+	})
 
 	// The figures.
 	say(t, "chaos: ---- figures ----")
