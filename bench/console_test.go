@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/filemill/filemill/domain"
-	"github.com/filemill/filemill/domain/eventually"
 )
 
 // BenchmarkConsoleJobs measures the console's jobs screen in Debian's Chromium
@@ -177,14 +176,7 @@ func startServe(b *testing.B, s *stack, bin, what string) string {
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
 	// Its engines start first: slow on a busy machine.
-	eventually.True(b, base+" ready", func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitUp(b, base)
 	return base
 }
 
