@@ -13,6 +13,9 @@
 // BENCH_PG_POOL caps the PostgreSQL pool of the stack under test. BenchmarkCreateJob runs
 // a worker beside the requests (its default settings, or BENCH_JOB_WORKERS jobs at a
 // time; 0: none).
+// FILEMILL_BENCH_TRACES=on records every span and exports it over OTLP/HTTP to a
+// collector stub in the process (console: the stdout exporter's JSON, discarded), for
+// the cost of tracing against a run without it.
 // BENCH_PHASE_TABLE=1 turns tracing on into memory and prints, for the jobs
 // BenchmarkBookkeepingInFlight follows, where each millisecond between the request and
 // the client seeing the outcome went, segment by segment between the spans.
