@@ -136,7 +136,7 @@ func (s *Store) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 	if s.tx != nil {
 		return s.writeAdmissions(ctx, []*domain.Admission{a})
 	}
-	p := &pendingAdmission{a: a}
+	p := &pending[*domain.Admission]{item: a}
 	s.admissions.do(ctx, a.AccountID, p)
 	return p.err
 }
@@ -144,7 +144,7 @@ func (s *Store) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 // writeAdmissions writes admissions on one credit account as one atomic write: every
 // row, every answer, one move of the balance covering all reservations, and the limits
 // checked after it, against what is committed by then. Whatever refuses the write
-// refuses all of it; writeAdmissionBatch then writes them one by one.
+// refuses all of it; the batcher then writes them one by one (writeOrEach).
 func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) error {
 	var (
 		batches  = []*domain.Batch{}
@@ -247,13 +247,6 @@ func eventRows(events []*domain.Event) []*domain.Event {
 	return out
 }
 
-// pendingAdmission is an admission waiting in the store's admission batcher, and then
-// its outcome.
-type pendingAdmission struct {
-	a   *domain.Admission
-	err error
-}
-
 // maxAdmissionJobs bounds the jobs of one combined write, so its statement stays small.
 const maxAdmissionJobs = 256
 
@@ -261,30 +254,11 @@ const maxAdmissionJobs = 256
 // Every admission locks the account's row until its commit is on disk, so on their own
 // they would run one at a time, one flush each; together they share one statement and
 // one flush.
-func newAdmissionBatcher(write func(context.Context, []*domain.Admission) error) *batcher[*pendingAdmission] {
-	return newBatcher(func(ctx context.Context, batch []*pendingAdmission) { writeAdmissionBatch(ctx, write, batch) },
-		func(p *pendingAdmission) int { return len(p.a.Jobs) }, maxAdmissionJobs)
-}
-
-// writeAdmissionBatch writes a batch at once; when that is refused (one member short of
-// credits, over a limit, or in conflict with a row already written), it writes the
-// members one by one, so each gets its own answer. Any other failure (the database
-// unreachable, a timeout) is every member's: trying each alone would only repeat it.
-func writeAdmissionBatch(ctx context.Context, write func(context.Context, []*domain.Admission) error, batch []*pendingAdmission) {
-	as := make([]*domain.Admission, len(batch))
-	for i, p := range batch {
-		as[i] = p.a
-	}
-	err := write(ctx, as)
-	if refusal(err) && len(batch) > 1 {
-		for _, p := range batch {
-			p.err = write(ctx, []*domain.Admission{p.a})
-		}
-		return
-	}
-	for _, p := range batch {
-		p.err = err
-	}
+func newAdmissionBatcher(write func(context.Context, []*domain.Admission) error) *batcher[*pending[*domain.Admission]] {
+	return newBatcher(func(ctx context.Context, batch []*pending[*domain.Admission]) {
+		writeOrEach(ctx, write, batch, refusal)
+	},
+		func(p *pending[*domain.Admission]) int { return len(p.item.Jobs) }, maxAdmissionJobs)
 }
 
 // refusal reports whether an admission write was refused by what one of its admissions

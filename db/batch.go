@@ -28,6 +28,33 @@ type batched[T any] struct {
 	done chan struct{}
 }
 
+// pending is an item waiting in a batcher, and then its outcome.
+type pending[T any] struct {
+	item T
+	err  error
+}
+
+// writeOrEach writes a batch's items at once; when refused reports that write refused
+// because of one member, it writes them one by one, so each gets its own answer. Any
+// other failure (the database unreachable, a timeout) is every member's: trying each
+// alone would only repeat it.
+func writeOrEach[T any](ctx context.Context, write func(context.Context, []T) error, batch []*pending[T], refused func(error) bool) {
+	items := make([]T, len(batch))
+	for i, p := range batch {
+		items[i] = p.item
+	}
+	err := write(ctx, items)
+	if len(batch) > 1 && refused(err) {
+		for _, p := range batch {
+			p.err = write(ctx, []T{p.item})
+		}
+		return
+	}
+	for _, p := range batch {
+		p.err = err
+	}
+}
+
 // batchWriteTimeout bounds one write: it serves several callers, so none of their
 // contexts can cancel it.
 const batchWriteTimeout = 30 * time.Second

@@ -49,15 +49,15 @@ func (s *Store) WriteTransitions(ctx context.Context, ts []*domain.JobTransition
 // WriteTransitionBatch writes transitions as the batcher does: together, or each alone
 // when one refuses the write. It answers each one's error.
 func (s *Store) WriteTransitionBatch(ctx context.Context, ts []*domain.JobTransition) []error {
-	batch := make([]*pendingTransition, len(ts))
+	batch := make([]*pending[*domain.JobTransition], len(ts))
 	for i, t := range ts {
-		batch[i] = &pendingTransition{t: t}
+		batch[i] = &pending[*domain.JobTransition]{item: t}
 	}
 	writeTransitionBatch(ctx, s.writeTransitions, batch)
 	errs := make([]error, len(ts))
 	for _, p := range batch { // sorted by job id: matched back by transition
 		for k, t := range ts {
-			if p.t == t {
+			if p.item == t {
 				errs[k] = p.err
 			}
 		}

@@ -103,7 +103,7 @@ func (s *Store) FindBatchByID(ctx context.Context, id string) (*domain.Batch, er
 // or on SQLite, a transition is written at once.
 func (s *Store) TransitionJob(ctx context.Context, t *domain.JobTransition) error {
 	if acct := movedAccount(t.Ledger); s.tx == nil && s.dialect == DialectPostgres && acct != "" && !t.Lazy {
-		p := &pendingTransition{t: t}
+		p := &pending[*domain.JobTransition]{item: t}
 		s.transitions.do(ctx, acct, p)
 		return p.err
 	}
@@ -156,21 +156,16 @@ func (s *Store) writeTransitions(ctx context.Context, ts []*domain.JobTransition
 	}
 }
 
-// pendingTransition is a transition waiting in the store's transition batcher, and then
-// its outcome.
-type pendingTransition struct {
-	t   *domain.JobTransition
-	err error
-}
-
 // maxTransitionBatch bounds the transitions of one combined write.
 const maxTransitionBatch = 64
 
 // newTransitionBatcher combines transitions that move credits on one account (the
 // batcher's key) into one statement and one flush.
-func newTransitionBatcher(write func(context.Context, []*domain.JobTransition) error) *batcher[*pendingTransition] {
-	return newBatcher(func(ctx context.Context, batch []*pendingTransition) { writeTransitionBatch(ctx, write, batch) },
-		func(*pendingTransition) int { return 1 }, maxTransitionBatch)
+func newTransitionBatcher(write func(context.Context, []*domain.JobTransition) error) *batcher[*pending[*domain.JobTransition]] {
+	return newBatcher(func(ctx context.Context, batch []*pending[*domain.JobTransition]) {
+		writeTransitionBatch(ctx, write, batch)
+	},
+		func(*pending[*domain.JobTransition]) int { return 1 }, maxTransitionBatch)
 }
 
 // writeTransitionBatch writes a batch at once, its jobs in id order (two batches taking
@@ -178,23 +173,12 @@ func newTransitionBatcher(write func(context.Context, []*domain.JobTransition) e
 // job moved meanwhile, an artifact already written by an earlier try of its own) or
 // lost to a deadlock, it writes the members one by one, so each gets its own answer.
 // Any other failure (the database unreachable, a timeout) is every member's.
-func writeTransitionBatch(ctx context.Context, write func(context.Context, []*domain.JobTransition) error, batch []*pendingTransition) {
-	slices.SortFunc(batch, func(a, b *pendingTransition) int { return strings.Compare(a.t.Job.ID, b.t.Job.ID) })
-	ts := make([]*domain.JobTransition, len(batch))
-	for i, p := range batch {
-		ts[i] = p.t
-	}
-	err := write(ctx, ts)
-	if len(batch) > 1 && (errors.Is(err, domain.ErrStaleJob) || errors.Is(err, domain.ErrLedgerMismatch) ||
-		errors.Is(err, domain.ErrDuplicate) || isDeadlock(err)) {
-		for _, p := range batch {
-			p.err = write(ctx, []*domain.JobTransition{p.t})
-		}
-		return
-	}
-	for _, p := range batch {
-		p.err = err
-	}
+func writeTransitionBatch(ctx context.Context, write func(context.Context, []*domain.JobTransition) error, batch []*pending[*domain.JobTransition]) {
+	slices.SortFunc(batch, func(a, b *pending[*domain.JobTransition]) int { return strings.Compare(a.item.Job.ID, b.item.Job.ID) })
+	writeOrEach(ctx, write, batch, func(err error) bool {
+		return errors.Is(err, domain.ErrStaleJob) || errors.Is(err, domain.ErrLedgerMismatch) ||
+			errors.Is(err, domain.ErrDuplicate) || isDeadlock(err)
+	})
 }
 
 // isDeadlock reports PostgreSQL's answer to a deadlock it broke by ending this write.

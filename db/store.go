@@ -69,11 +69,11 @@ type Store struct {
 	read       *bun.DB // reads outside a transaction: db itself on PostgreSQL, read-only connections on SQLite
 	tx         bun.IDB // set on a Store bound to a transaction
 	dialect    string
-	lockPath   string                      // SQLite: the file locked around Migrate, across processes
-	prepared   *preparedStatements         // PostgreSQL: the hot queries' prepared statements
-	admissions *batcher[*pendingAdmission] // combines concurrent admissions on one account
+	lockPath   string                                // SQLite: the file locked around Migrate, across processes
+	prepared   *preparedStatements                   // PostgreSQL: the hot queries' prepared statements
+	admissions *batcher[*pending[*domain.Admission]] // combines concurrent admissions on one account
 	// transitions combines concurrent transitions that move credits on one account.
-	transitions *batcher[*pendingTransition]
+	transitions *batcher[*pending[*domain.JobTransition]]
 	accountIDs  *sync.Map     // credit account ids by organization/environment
 	outbox      *outboxSignal // wakes the relay after commits that wrote events
 	txEvents    *atomic.Bool  // set on a transaction-bound Store once it wrote events
