@@ -278,9 +278,7 @@ func (l *Local) PutFile(ctx context.Context, key, path string, size int64) error
 	if !st.Mode().IsRegular() || st.Size() != size {
 		return fmt.Errorf("put %s: %s is not a regular file of %d bytes", key, path, size)
 	}
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	tmp := filepath.Join(l.tmp, "l-"+hex.EncodeToString(id[:]))
+	tmp := filepath.Join(l.tmp, "l-"+randomHex(8))
 	if err := os.Link(path, tmp); err != nil {
 		// Another file system, or one without links: copied.
 		f, oerr := os.Open(path)
@@ -291,6 +289,13 @@ func (l *Local) PutFile(ctx context.Context, key, path string, size int64) error
 		return l.Put(ctx, key, f, size)
 	}
 	return l.placeDurably(tmp, key)
+}
+
+// randomHex is n random bytes in hex: a name no other file of the store takes.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // syncFile flushes a file's bytes and metadata to disk.
@@ -626,9 +631,7 @@ func (l *Local) CreateUpload(_ context.Context, key string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
+	id := randomHex(16)
 	dir := filepath.Join(l.uploads, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", l.writeFailed(fmt.Errorf("create upload %s: %w", key, err))
@@ -675,9 +678,7 @@ func (l *Local) claimUpload(key, uploadID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	ended := filepath.Join(l.tmp, "ended-"+uploadID+"-"+hex.EncodeToString(b[:]))
+	ended := filepath.Join(l.tmp, "ended-"+uploadID+"-"+randomHex(8))
 	if err := os.Rename(dir, ended); err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // ended meanwhile
 			return "", fmt.Errorf("upload %s of %s: %w", uploadID, key, domain.ErrNotFound)
@@ -994,9 +995,7 @@ func (l *Local) writePart(key, uploadID string, part int, off, size int64, body 
 	if err := f.Sync(); err != nil {
 		return "", n, err
 	}
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	etag = hex.EncodeToString(id[:])
+	etag = randomHex(16)
 	if err := os.WriteFile(filepath.Join(dir, partRecord(part, etag, off, size)), nil, 0o644); err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // aborted meanwhile
 			return "", n, gone
