@@ -226,6 +226,7 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 		ctes = append(ctes, `transitioned AS (UPDATE jobs SET state = ?, progress = ?, attempts = ?, credits_charged = ?,
 	artifact_count = ?, error_code = ?, error_message = ?, started_at = ?, finished_at = ?, lease_expires_at = ?
 	WHERE id = ? AND state = ? AND attempts = ? RETURNING 1)`)
+		checks = append(checks, "WHEN NOT EXISTS (SELECT 1 FROM transitioned) THEN filemill_assert(false, '"+transitionFailed+"')")
 	default:
 		ctes = append(ctes, `transitioned AS (UPDATE jobs SET state = m.state, progress = m.progress, attempts = m.attempts,
 	credits_charged = m.credits_charged, artifact_count = m.artifact_count, error_code = m.error_code,
@@ -234,12 +235,6 @@ func (s *Store) writeStatement(w atomicWrite) (*hotQuery, error) {
 		artifact_count integer, error_code text, error_message text, started_at timestamptz, finished_at timestamptz,
 		lease_expires_at timestamptz, from_state text, from_attempts integer)
 	WHERE jobs.id = m.id AND jobs.state = m.from_state AND jobs.attempts = m.from_attempts RETURNING 1)`)
-	}
-	switch len(w.transitions) {
-	case 0:
-	case 1:
-		checks = append(checks, "WHEN NOT EXISTS (SELECT 1 FROM transitioned) THEN filemill_assert(false, '"+transitionFailed+"')")
-	default:
 		checks = append(checks, "WHEN (SELECT count(*) FROM transitioned) <> ? THEN filemill_assert(false, '"+transitionFailed+"')")
 	}
 	if len(w.transitions) > 0 {
