@@ -465,7 +465,7 @@ func (e *Engine) checkImage(path string) error {
 	if cfg.Width < 1 || cfg.Height < 1 {
 		return domain.Errorf(domain.CodeCorruptedFile, "the image is empty")
 	}
-	return e.checkSize("image", cfg.Width, cfg.Height)
+	return e.checkSize("the image", cfg.Width, cfg.Height)
 }
 
 // checkSize refuses a page image tesseract would not take: over the pixel limit, or
@@ -473,10 +473,10 @@ func (e *Engine) checkImage(path string) error {
 // image the same way every time, so it is the input's fault, never retried).
 func (e *Engine) checkSize(what string, width, height int) error {
 	if int64(width)*int64(height) > e.cfg.MaxPixels {
-		return domain.Errorf(domain.CodeUnsupportedInput, "the %s is larger than %d pixels", what, e.cfg.MaxPixels)
+		return domain.Errorf(domain.CodeUnsupportedInput, "%s is larger than %d pixels", what, e.cfg.MaxPixels)
 	}
 	if width > maxTessSide || height > maxTessSide {
-		return domain.Errorf(domain.CodeUnsupportedInput, "the %s is %d×%d pixels; text recognition takes at most %d on a side",
+		return domain.Errorf(domain.CodeUnsupportedInput, "%s is %d×%d pixels; text recognition takes at most %d on a side",
 			what, width, height, maxTessSide)
 	}
 	return nil
@@ -658,7 +658,7 @@ func (e *Engine) pageContent(ctx context.Context, pdfPath string, page int) (*Pa
 	}
 	if s := c.Scan; s != nil {
 		d := scanDPI(s)
-		if d < minScanDPI || d > maxScanDPI || e.checkSize("scan", s.Width, s.Height) != nil ||
+		if d < minScanDPI || d > maxScanDPI || e.checkSize("the scan", s.Width, s.Height) != nil ||
 			(s.JPEG == nil && (s.Bitmap == nil || !s.Bitmap.valid())) {
 			c.Scan = nil
 		}
