@@ -151,6 +151,7 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		jobs     = []*domain.Job{}
 		events   = []*domain.Event{}
 		entries  = []*domain.LedgerEntry{}
+		claims   = []*domain.IdempotencyRecord{}
 		answers  = []*idempotencyAnswer{}
 		projects = map[string]*projectAllowance{}
 		keys     = map[string]*spendLimit{}
@@ -196,6 +197,9 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 				return fmt.Errorf("admit jobs: %w", err)
 			}
 			answers = append(answers, ans)
+			if a.ClaimAtWrite {
+				claims = append(claims, a.Answer)
+			}
 		}
 		if a.ProjectLimit > 0 {
 			pa, ok := projects[first.ProjectID]
@@ -215,7 +219,8 @@ func (s *Store) writeAdmissions(ctx context.Context, as []*domain.Admission) err
 		}
 	}
 	// Always the same tables, empty or not, so every admission is one prepared statement.
-	w.inserts = []any{&batches, &jobs, &events, &entries, &answers}
+	// Claims before their answers, which refer to them.
+	w.inserts = []any{&batches, &jobs, &events, &entries, &claims, &answers}
 	// The project's jobs admitted before the last admission into it must have left room
 	// under its limit: those now active minus that admission's own.
 	for _, id := range order {
@@ -262,8 +267,10 @@ func newAdmissionBatcher(write func(context.Context, []*domain.Admission) error)
 }
 
 // refusal reports whether an admission write was refused by what one of its admissions
-// asked for (or by the loss of one's idempotency claim), rather than failed.
+// asked for (or by the loss of one's idempotency claim, or its key being taken), rather
+// than failed.
 func refusal(err error) bool {
 	return errors.Is(err, domain.ErrInsufficientCredits) || errors.Is(err, domain.ErrConcurrencyLimit) ||
-		errors.Is(err, domain.ErrSpendLimit) || errors.Is(err, domain.ErrDuplicate) || errors.Is(err, domain.ErrClaimLost)
+		errors.Is(err, domain.ErrSpendLimit) || errors.Is(err, domain.ErrDuplicate) || errors.Is(err, domain.ErrClaimLost) ||
+		errors.Is(err, domain.ErrIdempotencyTaken)
 }

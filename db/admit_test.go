@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -183,6 +184,44 @@ func TestAdmitJobs(t *testing.T) {
 			requireAccount(t, s, acct, 5, 5, 0)
 			_, err = s.FindJobByID(ctx, a.Jobs[0].ID)
 			require.ErrorIs(t, err, domain.ErrNotFound)
+		})
+
+		t.Run("ClaimWrittenWithTheAdmission", func(t *testing.T) {
+			// The claim is inserted by the admission itself, answered: a second admission
+			// claiming the same key writes nothing, and says the key is taken.
+			answering := func(k string) (*domain.Admission, *domain.IdempotencyRecord) {
+				a := admission(t, tn.prj, acct, key, nil, 0) // free: the account stays as the next tests need it
+				rec := newIdempotencyRecord(tn.org.ID, k, now())
+				rec.ID = domain.NewID(domain.PrefixIdempotency)
+				rec.State, rec.Answer = domain.IdempotencyDone, &domain.Answer{Result: domain.ResultAccepted, Object: []byte(`{"n":1}`)}
+				a.Answer, a.ClaimAtWrite = rec, true
+				return a, rec
+			}
+			a, rec := answering("k-at-write")
+			require.NoError(t, s.AdmitJobs(ctx, a))
+			got, err := s.FindIdempotencyKey(ctx, rec)
+			require.NoError(t, err)
+			require.Equal(t, rec.ID, got.ID)
+			require.Equal(t, domain.IdempotencyDone, got.State)
+			require.Equal(t, rec.Answer, got.Answer)
+
+			again, _ := answering("k-at-write")
+			require.ErrorIs(t, s.AdmitJobs(ctx, again), domain.ErrIdempotencyTaken)
+			_, err = s.FindJobByID(ctx, again.Jobs[0].ID)
+			require.ErrorIs(t, err, domain.ErrNotFound, "no job of a refused admission")
+
+			// Sent together (and so written together where the store combines writes), the
+			// admissions on free keys are written and those on the taken key refused.
+			var made atomic.Int32
+			n := concurrently(t, s, 6, domain.ErrIdempotencyTaken, func() *domain.Admission {
+				k := "k-at-write"
+				if i := made.Add(1); i%2 == 0 {
+					k = fmt.Sprintf("k-free-%d", i)
+				}
+				a, _ := answering(k)
+				return a
+			})
+			require.Equal(t, 3, n)
 		})
 
 		t.Run("FreeWorkNeedsNoCredits", func(t *testing.T) {

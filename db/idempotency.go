@@ -116,6 +116,11 @@ func (s *Store) findIdempotencyRecord(ctx context.Context, probe *domain.Idempot
 	return rec, nil
 }
 
+// FindIdempotencyKey reads the record of probe's key in probe's scope, with its answer.
+func (s *Store) FindIdempotencyKey(ctx context.Context, probe *domain.IdempotencyRecord) (*domain.IdempotencyRecord, error) {
+	return s.findIdempotencyRecord(ctx, probe)
+}
+
 // idempotencyRecordQueries holds the read of a key's claim with its answer — every replay
 // runs it — built once from the claims table's columns.
 var idempotencyRecordQueries struct {

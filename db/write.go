@@ -313,6 +313,9 @@ func (s *Store) writeInTx(ctx context.Context, w atomicWrite) error {
 				if _, answers := rows.(*[]*idempotencyAnswer); answers && isForeignKeyViolation(err) {
 					return fmt.Errorf("write: %w: %w", domain.ErrClaimLost, err)
 				}
+				if _, claims := rows.(*[]*domain.IdempotencyRecord); claims && isUniqueViolation(err) {
+					return fmt.Errorf("write: %w: %w", domain.ErrIdempotencyTaken, err)
+				}
 				return wrapInsert(err)
 			}
 		}
@@ -483,12 +486,24 @@ func wrapInsert(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case isKeyTaken(err):
+		return fmt.Errorf("write: %w: %w", domain.ErrIdempotencyTaken, err)
 	case isUniqueViolation(err):
 		return fmt.Errorf("write: %w: %w", domain.ErrDuplicate, err)
 	case isClaimLost(err):
 		return fmt.Errorf("write: %w: %w", domain.ErrClaimLost, err)
 	}
 	return fmt.Errorf("write: %w", err)
+}
+
+// claimScopeConstraint is the uniqueness of a key in its scope (PostgreSQL).
+const claimScopeConstraint = "uq_idempotency_records_scope_key"
+
+// isKeyTaken reports a write refused because a claim it inserts finds its key taken.
+// PostgreSQL names the constraint; SQLite does not, and writeInTx tells by the table.
+func isKeyTaken(err error) bool {
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && pe.Field('C') == pgUniqueViolation && pe.Field('n') == claimScopeConstraint
 }
 
 // answerClaimConstraint is the foreign key from an answer to its claim (PostgreSQL).

@@ -36,7 +36,7 @@ func (s *Jobs) admitting(p *Principal, adm *admission) grant {
 		return grant{}
 	}
 	// authorizeFiles found every file: the admission refuses files of several projects.
-	return grant{projectID: adm.facts.Files[adm.fileIDs[0]].ProjectID, run: func(ctx context.Context, c *claim) (*Answer, error) {
+	return grant{projectID: adm.facts.Files[adm.fileIDs[0]].ProjectID, claimAtWrite: true, run: func(ctx context.Context, c *claim) (*Answer, error) {
 		_, _, a, err := s.admit(ctx, p, adm, c)
 		return a, err
 	}}
@@ -334,7 +334,7 @@ func (s *Jobs) admit(ctx context.Context, p *Principal, req *admission, c *claim
 		if answer, err = req.answer(b, jobs); err != nil {
 			return nil, nil, nil, err
 		}
-		a.Answer = c.answering(answer)
+		a.Answer, a.ClaimAtWrite = c.answering(answer), c != nil && c.atWrite
 	}
 	actx, span := StartSpan(ctx, "admit jobs", attribute.Int("filemill.jobs", len(jobs)), attribute.Int64("filemill.credits_reserved", total))
 	err = s.Store.AdmitJobs(actx, a)

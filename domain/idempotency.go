@@ -160,6 +160,11 @@ type Request interface {
 type grant struct {
 	projectID string
 	run       effect
+	// claimAtWrite marks an effect whose one write stores its answer with it and can
+	// insert the claim too (an admission): the request claims its key by that write, with
+	// no round trip of its own, and falls back to claiming first only when the write finds
+	// the key taken or the effect does not get as far as writing.
+	claimAtWrite bool
 }
 
 // effect does what an authorized request asks. Its answer is stored when kept; a
@@ -220,6 +225,10 @@ func fingerprint(req Request) (string, error) {
 // with it the effect written together with it.
 var ErrClaimLost = errors.New("idempotency claim was taken over")
 
+// ErrIdempotencyTaken reports that a write claiming a key with its answer (ClaimAtWrite)
+// found the key already claimed in its scope; nothing was written.
+var ErrIdempotencyTaken = errors.New("idempotency key is taken")
+
 func inProgress() *Error {
 	return &Error{Code: CodeIdempotencyConflict, Param: "Idempotency-Key", RetryAfter: 1,
 		Message: "a request with this Idempotency-Key is still being processed; retry after Retry-After seconds",
@@ -253,6 +262,11 @@ func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*
 		CreatedAt: now, ExpiresAt: now.Add(s.Config.IdempotencyTTL), LeaseUntil: now.Add(s.Config.IdempotencyLease)}
 	if _, ok := req.(keyBound); ok {
 		rec.APIKeyID = p.Key.ID
+	}
+	if g.claimAtWrite {
+		if a, err, decided := s.doClaimingAtWrite(ctx, c, rec, g); decided {
+			return a, err
+		}
 	}
 	existing, err := s.Store.ClaimIdempotencyKey(ctx, rec)
 	if err != nil {
@@ -297,6 +311,38 @@ func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*
 	return a, nil
 }
 
+// doClaimingAtWrite runs an effect that claims rec's key with its own write. decided is
+// false when the claimed protocol must decide instead — the key was taken, or the effect
+// stopped before its write while a record of the key exists (its answer is replayed
+// rather than a fresh refusal given), or it came to a refusal that is stored — and then
+// nothing was written: the effect runs again, under a claim.
+func (s *Services) doClaimingAtWrite(ctx context.Context, c Call, rec *IdempotencyRecord, g grant) (a *Answer, err error, decided bool) {
+	cl := &claim{s: s, rec: rec, atWrite: true}
+	a, err = g.run(ctx, cl)
+	if cl.stored {
+		return a, nil, true
+	}
+	if errors.Is(err, ErrIdempotencyTaken) {
+		return nil, nil, false
+	}
+	switch _, ferr := s.Store.FindIdempotencyKey(ctx, rec); {
+	case ferr == nil:
+		return nil, nil, false
+	case !errors.Is(ferr, ErrNotFound):
+		return nil, fmt.Errorf("find idempotency key: %w", ferr), true
+	}
+	if err != nil {
+		if e := AsError(err); e != nil && answerKept(e.Code) {
+			return nil, nil, false
+		}
+		return nil, err, true
+	}
+	if a.Error != nil && answerKept(a.Error.Code) {
+		return nil, nil, false
+	}
+	return a, nil, true
+}
+
 // PrefixIdempotency marks the ids of idempotency claims; they are never shown.
 const PrefixIdempotency = "idem_"
 
@@ -308,6 +354,9 @@ type claim struct {
 	rec    *IdempotencyRecord
 	stored bool // the answer was written, with the effect or by finish
 	kept   bool // the effect ran to an answer that is kept: the key is never freed
+	// atWrite: the claim is not written yet; the effect's write inserts it with the
+	// answer (Admission.ClaimAtWrite).
+	atWrite bool
 
 	mu      sync.Mutex
 	timer   *time.Timer // the next renewal; most requests end before it is due

@@ -131,7 +131,9 @@ type AdmissionFacts struct {
 // (all of one project and one key), their job.queued events, one reserve ledger entry per
 // job that costs credits, and the answer to the request that asked for it, to be stored
 // with it (or nil). When the answer's claim is gone (taken over after its lease lapsed),
-// nothing is written and the write fails with ErrClaimLost.
+// nothing is written and the write fails with ErrClaimLost. With ClaimAtWrite the claim
+// was never written before: the write inserts it, answered, and when its key is taken in
+// its scope nothing is written and the write fails with ErrIdempotencyTaken.
 //
 // Its write enforces the limits, against every admission written before it, whatever
 // process wrote it: the account's balance covers the reservations; when ProjectLimit > 0
@@ -145,6 +147,7 @@ type Admission struct {
 	Events       []*Event
 	Reserve      []*LedgerEntry
 	Answer       *IdempotencyRecord
+	ClaimAtWrite bool
 	ProjectLimit int
 	SpendLimit   int64
 	SpendSince   time.Time
@@ -371,6 +374,9 @@ type IdempotencyStore interface {
 	// FinishIdempotencyKey stores the answer and marks the record done; ErrNotFound when
 	// the record is gone (released, taken over, or replaced after expiring).
 	FinishIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) error
+	// FindIdempotencyKey reads the record of probe's key in probe's scope, with its answer
+	// when it has one; ErrNotFound when there is none.
+	FindIdempotencyKey(ctx context.Context, probe *IdempotencyRecord) (*IdempotencyRecord, error)
 	// ReleaseIdempotencyKey deletes an in-progress record (after a 5xx), so it can be retried.
 	ReleaseIdempotencyKey(ctx context.Context, id string) error
 	DeleteExpiredIdempotencyKeys(ctx context.Context, now time.Time) (int, error)

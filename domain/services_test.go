@@ -316,6 +316,16 @@ func (f *faulty) AdmitJobs(ctx context.Context, a *domain.Admission) error {
 	return f.Store.AdmitJobs(ctx, a)
 }
 
+// OpenUpload stalls like AdmitJobs: an upload's claim is made before its effect, which
+// the lease test needs (an admission claims its key with its own write).
+func (f *faulty) OpenUpload(ctx context.Context, file *domain.File, u *domain.Upload, e *domain.Event) error {
+	if f.stallOne.CompareAndSwap(true, false) {
+		f.stalled <- struct{}{}
+		<-f.release
+	}
+	return f.Store.OpenUpload(ctx, file, u, e)
+}
+
 func TestIdempotencyFailuresAndLeases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -355,13 +365,14 @@ func TestIdempotencyFailuresAndLeases(t *testing.T) {
 			a   *domain.Answer
 			err error
 		}
+		upload := domain.UploadRequest{Filename: "a.pdf", ByteSize: ptr[int64](100)}
 		holder := make(chan result, 1)
 		go func() {
-			a, err := e.svc.Do(ctx, e.p, call("k-lease", "req_1"), job)
+			a, err := e.svc.Do(ctx, e.p, call("k-lease", "req_1"), upload)
 			holder <- result{a, err}
 		}()
 		<-fs.stalled
-		_, err := e.svc.Do(ctx, e.p, call("k-lease", "req_2"), job)
+		_, err := e.svc.Do(ctx, e.p, call("k-lease", "req_2"), upload)
 		ce := requireCode(t, err, domain.CodeIdempotencyConflict)
 		require.Equal(t, map[string]any{"in_progress": true}, ce.Details)
 		require.Equal(t, 1, ce.RetryAfter)
@@ -374,12 +385,53 @@ func TestIdempotencyFailuresAndLeases(t *testing.T) {
 				Where(`"key" = ?`, "k-lease").Scan(ctx, &until))
 			return until.After(e.clock.Now())
 		})
-		_, err = e.svc.Do(ctx, e.p, call("k-lease", "req_3"), job)
+		_, err = e.svc.Do(ctx, e.p, call("k-lease", "req_3"), upload)
 		requireCode(t, err, domain.CodeIdempotencyConflict)
 		fs.release <- struct{}{}
 		r := <-holder
 		require.NoError(t, r.err)
-		require.Equal(t, domain.ResultAccepted, r.a.Result)
+		require.Equal(t, domain.ResultCreated, r.a.Result)
+	})
+	// A job request claims its key with its admission's write. A request with the same
+	// key that gets there first has the one effect; the other, its write refused, is
+	// given that answer.
+	t.Run("AdmissionClaimsItsKeyWithItsWrite", func(t *testing.T) {
+		jobsOn := func(fileID string) int {
+			n, err := e.db.DB().NewSelect().Table("jobs").Where("file_id = ?", fileID).Count(ctx)
+			require.NoError(t, err)
+			return int(n)
+		}
+		before := jobsOn(file)
+		fs.stallOne.Store(true)
+		type result struct {
+			a   *domain.Answer
+			err error
+		}
+		first := make(chan result, 1)
+		go func() {
+			a, err := e.svc.Do(ctx, e.p, call("k-write", "req_1"), job)
+			first <- result{a, err}
+		}()
+		<-fs.stalled
+		claims, err := e.db.DB().NewSelect().Table("idempotency_records").Where(`"key" = ?`, "k-write").Count(ctx)
+		require.NoError(t, err)
+		require.Zero(t, claims, "no claim is written before the admission")
+		second, err := e.svc.Do(ctx, e.p, call("k-write", "req_2"), job)
+		require.NoError(t, err)
+		require.False(t, second.Replayed)
+		fs.release <- struct{}{}
+		r := <-first
+		require.NoError(t, r.err)
+		require.True(t, r.a.Replayed, "the key was taken by the other's write")
+		require.JSONEq(t, string(second.Object), string(r.a.Object))
+		require.Equal(t, before+1, jobsOn(file), "one effect")
+
+		// Another request with the key: a conflict, found by its write; nothing admitted.
+		other := e.readyFile(t, e.p)
+		_, err = e.svc.Do(ctx, e.p, call("k-write", "req_3"), domain.JobRequest{FileID: other, Operation: "inspect"})
+		ce := requireCode(t, err, domain.CodeIdempotencyConflict)
+		require.Nil(t, ce.Details)
+		require.Zero(t, jobsOn(other))
 	})
 	t.Run("ClaimOfAHolderThatDiedIsTakenOver", func(t *testing.T) {
 		now := e.clock.Now()

@@ -28,8 +28,11 @@ func newStalling() *stalling {
 	return &stalling{entered: make(chan struct{}), release: make(chan struct{})}
 }
 
+// AdmitJobs stalls the first admission made under a claim held before it (a job
+// request claims its key with its admission's write, and holds a claim first only when
+// that write finds the key taken: the tests leave a lapsed claim on the key for that).
 func (s *stalling) AdmitJobs(ctx context.Context, a *domain.Admission) error {
-	if s.first.CompareAndSwap(false, true) {
+	if !a.ClaimAtWrite && s.first.CompareAndSwap(false, true) {
 		close(s.entered)
 		<-s.release
 	}
@@ -54,6 +57,20 @@ func leaseSetup(t *testing.T) (*bundle, *shiftedClock, *stalling, time.Duration)
 	b := setup(t, setupOpts{clock: clock, cfg: func(c *domain.Config) { c.IdempotencyLease = lease },
 		store: func(s domain.Store) domain.Store { stall.Store = s; return stall }})
 	return b, clock, stall, lease
+}
+
+// lapsedClaim leaves on key (a job request of b.liveA's project) a claim in progress
+// whose lease has lapsed, as a holder that died leaves it: the next request with the key
+// takes it over, holding the claim while its effect runs.
+func (b *bundle) lapsedClaim(clock *shiftedClock, key string) {
+	b.t.Helper()
+	now := clock.Now()
+	dead := &domain.IdempotencyRecord{ID: domain.NewID(domain.PrefixIdempotency), OrganizationID: b.orgA.Organization.ID,
+		Environment: domain.EnvLive, ProjectID: b.orgA.Project.ID, Endpoint: "jobs.create", Key: key,
+		Fingerprint: "of a request that died", CreatedAt: now.Add(-time.Hour), ExpiresAt: now.Add(24 * time.Hour), LeaseUntil: now}
+	existing, err := b.store.ClaimIdempotencyKey(context.Background(), dead)
+	require.NoError(b.t, err)
+	require.Nil(b.t, existing)
 }
 
 // async sends r in the background.
@@ -100,6 +117,7 @@ func TestIdempotencyLease(t *testing.T) {
 		b, clock, stall, lease := leaseSetup(t)
 		job := map[string]any{"file_id": b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF)), "operation": "inspect"}
 		r := req{method: "POST", path: "/v1/jobs", key: b.liveA, idem: "live-1", body: job}
+		b.lapsedClaim(clock, "live-1")
 		first := b.async(r)
 		waitFor(t, stall.entered, "the first request to reach its effect")
 		requireInProgress(t, b.do(r))
@@ -124,6 +142,7 @@ func TestIdempotencyLease(t *testing.T) {
 		job := map[string]any{"file_id": b.readyFile(b.liveA, "a.pdf", []byte(minimalPDF)), "operation": "inspect"}
 		before := b.account(b.orgA.Organization.ID)
 		r := req{method: "POST", path: "/v1/jobs", key: b.liveA, idem: "dead-1", body: job}
+		b.lapsedClaim(clock, "dead-1")
 		first := b.async(r)
 		waitFor(t, stall.entered, "the first request to reach its effect")
 		requireInProgress(t, b.do(r))
