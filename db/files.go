@@ -126,6 +126,16 @@ func (s *Store) FindArtifactsByJob(ctx context.Context, jobID string) ([]*domain
 	})
 }
 
+// FindArtifactsByIDs returns the artifacts among ids, by primary key.
+func (s *Store) FindArtifactsByIDs(ctx context.Context, ids []string) ([]*domain.Artifact, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return findAll[domain.Artifact](ctx, s.r(), "artifacts by id", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("id IN (?)", bun.In(ids))
+	})
+}
+
 // FindFilesByIDs returns the files among ids, whatever their status.
 func (s *Store) FindFilesByIDs(ctx context.Context, ids []string) ([]*domain.File, error) {
 	if len(ids) == 0 {

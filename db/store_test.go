@@ -178,6 +178,7 @@ func TestSchemaMatchesModels(t *testing.T) {
 		"events": (*domain.Event)(nil), "webhook_endpoints": (*domain.WebhookEndpoint)(nil),
 		"deliveries": (*domain.Delivery)(nil), "uploads": (*domain.Upload)(nil), "files": (*domain.File)(nil),
 		"artifacts": (*domain.Artifact)(nil), "jobs": (*domain.Job)(nil), "batches": (*domain.Batch)(nil),
+		"maintenance_tasks": (*domain.MaintenanceTask)(nil),
 	}
 	dbtest.EachDialect(t, func(t *testing.T, s *db.Store) {
 		t.Parallel()

@@ -9,18 +9,20 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"time"
 )
 
 // FilesPorts is what Files uses of the Store: files and their artifacts, the events of
-// their history, the egress their downloads count, and the projects a list is scoped
-// to.
+// their history, the egress their downloads count, the projects a list is scoped to, and
+// the progress of the sweep of artifacts stored under the old layout.
 type FilesPorts interface {
 	Transactor
 	FileStore
 	EventStore
 	CreditStore
 	TenantStore
+	MaintenanceStore
 }
 
 // Files completes, lists, deletes and hands out downloads of files.
@@ -35,6 +37,9 @@ type Files struct {
 	Scanner UploadScanner
 	// Scratch holds the local copy those two read; nil: neither runs.
 	Scratch Scratch
+	// Log receives what a sweep's count does not tell (a pass of SweepLegacyArtifacts
+	// that ended); nil logs nothing.
+	Log *slog.Logger
 }
 
 // inTx runs fn in one transaction, on the ports Files declares.

@@ -134,17 +134,17 @@ func (s *Jobs) sweepLostArtifacts(ctx context.Context, j *Job, kept []*Artifact)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	prefix := artifactPrefix(j.OrganizationID, j.ProjectID, j.FileID, j.ID)
-	keys, err := s.Blobs.List(ctx, prefix, maxSweptArtifacts)
+	objs, err := s.Blobs.List(ctx, prefix, "", maxSweptArtifacts)
 	keep := make(map[string]bool, len(kept))
 	for _, a := range kept {
 		keep[a.StorageKey] = true
 	}
 	removed := 0
-	for _, k := range keys {
-		if keep[k] {
+	for _, o := range objs {
+		if keep[o.Key] {
 			continue
 		}
-		if err = s.Blobs.Delete(ctx, k); err != nil {
+		if err = s.Blobs.Delete(ctx, o.Key); err != nil {
 			break
 		}
 		removed++

@@ -186,6 +186,7 @@ type Store interface {
 	WebhookStore
 	FileStore
 	JobStore
+	MaintenanceStore
 }
 
 // Transactor runs work in one transaction of the store.
@@ -475,6 +476,8 @@ type FileStore interface {
 	FindArtifactByID(ctx context.Context, id string) (*Artifact, error)
 	FindArtifactsByFile(ctx context.Context, fileID string) ([]*Artifact, error)
 	FindArtifactsByJob(ctx context.Context, jobID string) ([]*Artifact, error)
+	// FindArtifactsByIDs returns the artifacts among ids, in one read.
+	FindArtifactsByIDs(ctx context.Context, ids []string) ([]*Artifact, error)
 	// FindFilesByIDs returns the files among ids, whatever their status, in one read.
 	FindFilesByIDs(ctx context.Context, ids []string) ([]*File, error)
 	// FindArtifactsByFiles returns the first perFile artifacts of each of these files
@@ -509,6 +512,19 @@ type JobStore interface {
 	RenewJobLease(ctx context.Context, id string, attempts int, until time.Time) (bool, error)
 
 	FindBatchByID(ctx context.Context, id string) (*Batch, error)
+}
+
+// MaintenanceStore holds the progress of once-only maintenance tasks: work over more
+// than one run can cover (a listing of the whole blob store), resumed where the last run
+// stopped and never done again once completed.
+type MaintenanceStore interface {
+	// FindMaintenanceTask returns a task's progress; ErrNotFound when it never ran.
+	FindMaintenanceTask(ctx context.Context, name string) (*MaintenanceTask, error)
+	// CreateMaintenanceTask inserts t; ErrDuplicate when its task has a row already.
+	CreateMaintenanceTask(ctx context.Context, t *MaintenanceTask) error
+	// UpdateMaintenanceTask writes every column of t where the stored Steps equals
+	// fromSteps; false when it does not (another run moved the task on).
+	UpdateMaintenanceTask(ctx context.Context, t *MaintenanceTask, fromSteps int64) (bool, error)
 }
 
 // RateDecision is the outcome of one rate-limit check.
@@ -564,9 +580,10 @@ type Blobs interface {
 	// Put stores r under key (engines' artifacts, fetched URLs); size -1 when unknown.
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	Delete(ctx context.Context, key string) error
-	// List returns up to limit keys stored under prefix (which ends with "/"), in no
-	// promised order.
-	List(ctx context.Context, prefix string, limit int) ([]string, error)
+	// List returns up to limit of the objects stored under prefix (which ends with "/";
+	// "" is the whole store) whose keys sort after `after` ("" for the first), in byte
+	// order of their keys: the last key of one call, given as after, goes on from there.
+	List(ctx context.Context, prefix, after string, limit int) ([]StoredObject, error)
 	// AbortUploadsUnder ends up to limit uploads still open for keys under prefix (which
 	// ends with "/") and discards their bytes, returning how many it ended: those opened
 	// with CreateUpload, and those a store opens itself for a large Put that a killed
@@ -574,6 +591,14 @@ type Blobs interface {
 	// may fail.
 	AbortUploadsUnder(ctx context.Context, prefix string, limit int) (int, error)
 	Ping(ctx context.Context) error
+}
+
+// StoredObject is an object as a listing shows it.
+type StoredObject struct {
+	Key string
+	// ModifiedAt is when its bytes were written, by the store's clock (on local disk the
+	// file's modification time: a file a store takes whole keeps the time it was written).
+	ModifiedAt time.Time
 }
 
 // Scratch makes private local copies of stored bytes for the checks that read a file by

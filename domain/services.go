@@ -311,7 +311,8 @@ func NewServices(cfg Config, d Deps) *Services {
 	}
 	s.Jobs = &Jobs{Store: store, Blobs: d.Blobs, Queue: d.Queue, Clock: clock, Config: cfg, Registry: d.Registry,
 		Engines: d.Engines, Directory: d.Directory, Verifier: d.Verifier, Bus: d.Bus, Observer: d.Observer, Log: d.Log}
-	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner, Scratch: d.Scratch}
+	s.Files = &Files{Store: store, Blobs: d.Blobs, Clock: clock, Config: cfg, Pages: d.Pages, Scanner: d.Scanner, Scratch: d.Scratch,
+		Log: d.Log}
 	s.Uploads = &Uploads{Store: store, Blobs: d.Blobs, Fetcher: d.Fetcher, Clock: clock, Config: cfg, Files: s.Files}
 	m, ok := d.Blobs.(EgressMeter)
 	metered := ok && m.MetersEgress()

@@ -70,6 +70,9 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	w.Handle(TypeSweepPeople, task(sweep("people", func(ctx context.Context) (int, error) {
 		return svc.People.Sweep(ctx, 500)
 	})))
+	w.Handle(TypeSweepLegacyArtifacts, task(sweep("legacy_artifacts", func(ctx context.Context) (int, error) {
+		return svc.Files.SweepLegacyArtifacts(ctx, domain.LegacyArtifactGrace)
+	})))
 	workDir := sweep("work_dir", func(context.Context) (int, error) { return SweepWorkDir(tmpDir, staleWorkDir, time.Now()) })
 	w.Locally(10*time.Minute, func(ctx context.Context) {
 		if err := workDir(ctx); err != nil {
@@ -80,6 +83,8 @@ func RegisterTasks(w *Server, svc *domain.Services, tmpDir string, log *slog.Log
 	w.Periodic("@every 5m", asynq.NewTask(TypeSweepUploads, nil))
 	w.Periodic("@every 10m", asynq.NewTask(TypeSweepIdempotency, nil))
 	w.Periodic("@every 10m", asynq.NewTask(TypeSweepPeople, nil))
+	// Once completed, a run reads one row and lists nothing.
+	w.Periodic("@every 10m", asynq.NewTask(TypeSweepLegacyArtifacts, nil))
 }
 
 // startAttempt starts the span of one attempt at a job: a trace of its own, linked to

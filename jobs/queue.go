@@ -31,6 +31,9 @@ const (
 	// TypeSweepPeople deletes the console's sessions, invitations, set-password links and
 	// sign-in counts that ended a while ago.
 	TypeSweepPeople = "sweep:people"
+	// TypeSweepLegacyArtifacts removes, once, what attempts stored and never recorded
+	// under the artifact layout before artifacts were stored under their job.
+	TypeSweepLegacyArtifacts = "sweep:legacy_artifacts"
 )
 
 // DefaultQueueName is the asynq queue jobs go to.

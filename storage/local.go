@@ -340,37 +340,79 @@ func (l *Local) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-// List returns up to limit keys of the objects stored under prefix.
-func (l *Local) List(_ context.Context, prefix string, limit int) ([]string, error) {
-	if err := checkPrefix(prefix); err != nil {
-		return nil, err
+// List returns up to limit of the objects stored under prefix after `after`, in byte
+// order of their keys, walking the directories in that order (see listDir).
+func (l *Local) List(ctx context.Context, prefix, after string, limit int) ([]domain.StoredObject, error) {
+	if prefix != "" {
+		if err := checkPrefix(prefix); err != nil {
+			return nil, err
+		}
 	}
-	var keys []string
-	root := l.objectPath(prefix)
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // nothing stored under prefix
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if len(keys) == limit {
-			return fs.SkipAll
-		}
-		rel, err := filepath.Rel(l.dir, path)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, filepath.ToSlash(rel))
-		return nil
-	})
-	if err != nil {
+	objs := []domain.StoredObject{}
+	if limit <= 0 {
+		return objs, nil
+	}
+	if err := l.listDir(ctx, prefix, after, limit, &objs); err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	return keys, nil
+	return objs, nil
+}
+
+// listDir appends to objs the objects under the directory of key prefix dir ("" or
+// ending with "/") whose keys sort after `after`, until objs holds limit. A directory's
+// entries are visited sorted as their keys begin: a subdirectory's name followed by "/"
+// ("a-b" before "a/b", as bytes sort), so the walk meets keys in byte order, and a
+// subdirectory whose keys all sort before after is not read at all.
+func (l *Local) listDir(ctx context.Context, dir, after string, limit int, objs *[]domain.StoredObject) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(l.objectPath(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing stored under dir, or removed meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	keyOf := func(e fs.DirEntry) string {
+		if e.IsDir() {
+			return dir + e.Name() + "/"
+		}
+		return dir + e.Name()
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(keyOf(a), keyOf(b)) })
+	for _, e := range entries {
+		if len(*objs) == limit {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // .tmp and .uploads: no key has such a segment
+		}
+		k := keyOf(e)
+		if e.IsDir() {
+			// Every key under k begins with k: all sort before after when after is past
+			// k and not within it.
+			if after > k && !strings.HasPrefix(after, k) {
+				continue
+			}
+			if err := l.listDir(ctx, k, after, limit, objs); err != nil {
+				return err
+			}
+			continue
+		}
+		if !e.Type().IsRegular() || k <= after {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		*objs = append(*objs, domain.StoredObject{Key: k, ModifiedAt: info.ModTime().UTC()})
+	}
+	return nil
 }
 
 // AbortUploadsUnder ends the staged uploads opened for keys under prefix. A Put leaves

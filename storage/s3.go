@@ -398,24 +398,31 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List returns up to limit keys of the objects stored under prefix.
-func (s *S3) List(ctx context.Context, prefix string, limit int) ([]string, error) {
-	if err := checkPrefix(prefix); err != nil {
-		return nil, err
+// List returns up to limit of the objects stored under prefix after `after`: S3 lists
+// in byte order of the keys (UTF-8 binary order), from StartAfter.
+func (s *S3) List(ctx context.Context, prefix, after string, limit int) ([]domain.StoredObject, error) {
+	if prefix != "" {
+		if err := checkPrefix(prefix); err != nil {
+			return nil, err
+		}
+	}
+	objs := []domain.StoredObject{}
+	if limit <= 0 {
+		return objs, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the listing's goroutine when limit cuts it short
-	var keys []string
-	for o := range s.core.ListAll(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, MaxKeys: min(limit, 1000)}) {
+	opts := minio.ListObjectsOptions{Prefix: prefix, StartAfter: after, Recursive: true, MaxKeys: min(limit, 1000)}
+	for o := range s.core.ListAll(ctx, s.bucket, opts) {
 		if o.Err != nil {
 			return nil, s3Err("list", prefix, o.Err)
 		}
-		if len(keys) == limit {
+		if len(objs) == limit {
 			break
 		}
-		keys = append(keys, o.Key)
+		objs = append(objs, domain.StoredObject{Key: o.Key, ModifiedAt: o.LastModified.UTC()})
 	}
-	return keys, nil
+	return objs, nil
 }
 
 // uploadsPage is how many open uploads one listing asks for: a listing runs from the

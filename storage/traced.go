@@ -157,11 +157,11 @@ func (t *TracedBlobs) MetersEgress() bool {
 	return ok && m.MetersEgress()
 }
 
-func (t *TracedBlobs) List(ctx context.Context, prefix string, limit int) ([]string, error) {
+func (t *TracedBlobs) List(ctx context.Context, prefix, after string, limit int) ([]domain.StoredObject, error) {
 	ctx, end := span(ctx, "list")
-	keys, err := t.next.List(ctx, prefix, limit)
+	objs, err := t.next.List(ctx, prefix, after, limit)
 	end(err)
-	return keys, err
+	return objs, err
 }
 
 func (t *TracedBlobs) AbortUploadsUnder(ctx context.Context, prefix string, limit int) (int, error) {

@@ -96,26 +96,76 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		for _, k := range append([]string{dir + "job_10/d", strings.TrimSuffix(dir, "artifacts/") + "original"}, want...) {
 			require.NoError(t, b.Put(ctx, k, bytes.NewReader(Bytes(10)), 10))
 		}
-		got, err := b.List(ctx, dir+"job_1/", 100)
-		require.NoError(t, err)
-		require.ElementsMatch(t, want[:2], got, "only what is under the prefix: not job_10's")
-		got, err = b.List(ctx, dir, 100)
-		require.NoError(t, err)
-		require.Len(t, got, 4)
-		got, err = b.List(ctx, dir, 2)
-		require.NoError(t, err)
-		require.Len(t, got, 2, "bounded by limit")
-		got, err = b.List(ctx, dir+"job_3/", 100)
-		require.NoError(t, err)
-		require.Empty(t, got, "nothing under an unknown prefix")
+		list := func(prefix string, limit int) []string {
+			t.Helper()
+			objs, err := b.List(ctx, prefix, "", limit)
+			require.NoError(t, err)
+			return keysOf(objs)
+		}
+		require.Equal(t, want[:2], list(dir+"job_1/", 100), "only what is under the prefix: not job_10's")
+		require.Len(t, list(dir, 100), 4)
+		require.Len(t, list(dir, 2), 2, "bounded by limit")
+		require.Empty(t, list(dir+"job_3/", 100), "nothing under an unknown prefix")
 		require.NoError(t, b.Delete(ctx, dir+"job_2/c"))
-		got, err = b.List(ctx, dir+"job_2/", 100)
-		require.NoError(t, err)
-		require.Empty(t, got, "a deleted object is not listed")
-		_, err = b.List(ctx, dir+"job_1", 100)
+		require.Empty(t, list(dir+"job_2/", 100), "a deleted object is not listed")
+		_, err := b.List(ctx, dir+"job_1", "", 100)
 		require.ErrorIs(t, err, storage.ErrInvalidKey, "a prefix ends with /")
-		_, err = b.List(ctx, "../", 100)
+		_, err = b.List(ctx, "../", "", 100)
 		require.ErrorIs(t, err, storage.ErrInvalidKey)
+	})
+
+	t.Run("ListWholeStoreInKeyOrder", func(t *testing.T) {
+		ctx, b := setup(t)
+		before := time.Now()
+		// Byte order is not a walk of directories sorted by name: "a-b" sorts before
+		// "a/…" ('-' is below '/'), "a/b/…" before "a/b0".
+		keys := []string{"a-b", "a/b-c", "a/b/c", "a/b/c-d", "a/b/d/e", "a/b0", "a0", "b/x/y/z", "ba"}
+		for _, k := range []int{5, 0, 8, 2, 7, 1, 4, 6, 3} { // stored out of order
+			require.NoError(t, b.Put(ctx, keys[k], bytes.NewReader(Bytes(3)), 3))
+		}
+		open, err := b.CreateUpload(ctx, "a/open")
+		require.NoError(t, err)
+		PutPart(t, multipart(t, b), "a/open", open, 1, Bytes(3))
+
+		all, err := b.List(ctx, "", "", 100)
+		require.NoError(t, err)
+		require.Equal(t, keys, keysOf(all), "every object, in byte order of the keys; an open upload is none")
+		for _, o := range all {
+			require.WithinDuration(t, before, o.ModifiedAt, time.Minute, "when %s was written", o.Key)
+			require.Equal(t, time.UTC, o.ModifiedAt.Location())
+		}
+		// Page by page, each from the last key of the one before, the listing is the same.
+		var paged []string
+		after := ""
+		for {
+			page, err := b.List(ctx, "", after, 2)
+			require.NoError(t, err)
+			paged = append(paged, keysOf(page)...)
+			if len(page) < 2 {
+				break
+			}
+			after = page[len(page)-1].Key
+		}
+		require.Equal(t, keys, paged)
+		for _, c := range []struct {
+			prefix, after string
+			want          []string
+		}{
+			{"", "a/b-c", keys[2:]},
+			{"", "a/a", keys[1:]},     // an after no object has
+			{"", "a/b/d/e", keys[5:]}, // the last key of a directory
+			{"", "a/b/zz", keys[5:]},  // past a directory's keys
+			{"a/", "a-b", keys[1:6]},  // an after below the prefix
+			{"a/b/", "a/b/c", keys[3:5]},
+			{"", "ba", nil},
+		} {
+			got, err := b.List(ctx, c.prefix, c.after, 100)
+			require.NoError(t, err)
+			require.Equal(t, c.want, keysOf(got), "prefix %q after %q", c.prefix, c.after)
+		}
+		got, err := b.List(ctx, "", "", 0)
+		require.NoError(t, err)
+		require.Empty(t, got)
 	})
 
 	t.Run("AbortUploadsUnderPrefix", func(t *testing.T) {
@@ -655,6 +705,15 @@ func FlipKey(t *testing.T, u string) string {
 // Key returns a fresh object key shaped like the services' keys.
 func Key() string {
 	return "org_test/prj_test/file_" + hex.EncodeToString(Bytes(8)) + "/original"
+}
+
+// keysOf returns the keys of a listing, in its order.
+func keysOf(objs []domain.StoredObject) []string {
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	return keys
 }
 
 // fileSegment is the part of a Key that makes it unique.
