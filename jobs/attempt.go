@@ -31,19 +31,6 @@ type Attempts struct {
 // WorkDirPrefix begins the name of the directory a job attempt works in.
 const WorkDirPrefix = "job-"
 
-// newScratch makes the directory one attempt of job works in, under tmpRoot.
-func newScratch(tmpRoot, jobID string) (string, error) {
-	err := os.MkdirAll(tmpRoot, 0o700)
-	var dir string
-	if err == nil {
-		dir, err = os.MkdirTemp(tmpRoot, WorkDirPrefix+jobID+"-")
-	}
-	if err != nil {
-		return "", scratchUnavailable(err)
-	}
-	return dir, nil
-}
-
 // runJob runs a claimed job's pipeline on local copies of its files, in dir, an empty
 // scratch directory the caller removes: each step reads what the step before it passed
 // on, every output is verified, and the outputs of the steps that keep theirs are
@@ -113,8 +100,8 @@ func (s *Attempts) runJob(ctx context.Context, j *domain.Job, f *domain.File, di
 		if st.Skip != nil && st.Skip(in) {
 			continue
 		}
-		work := filepath.Join(dir, fmt.Sprintf("step%d", i))
-		if err := os.Mkdir(work, 0o700); err != nil {
+		work, err := makeStepDir(dir, i)
+		if err != nil {
 			return arts, 0, scratchUnavailable(err)
 		}
 		sha := ""
@@ -333,10 +320,17 @@ func (s *Attempts) processJob(ctx context.Context, id, tmpRoot string, final boo
 	var cost int64
 	dir, runErr := newScratch(tmpRoot, j.ID)
 	if runErr == nil {
-		// Removed once the outcome is recorded: removing a tree takes a while, and the
-		// job's result need not wait for it.
-		defer os.RemoveAll(dir)
+		// Emptied once the outcome is recorded: removing a tree takes a while, and the
+		// job's result need not wait for it. An engine that never stopped may still write
+		// into it: then it is removed, never kept for another attempt.
 		r, stuck := s.runUntilStopped(runCtx, j, f, dir)
+		defer func() {
+			if stuck {
+				os.RemoveAll(dir)
+				return
+			}
+			releaseScratch(tmpRoot, dir)
+		}()
 		if stuck {
 			stopLease()
 			s.discardArtifacts(ctx, r.arts)

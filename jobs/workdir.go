@@ -16,7 +16,8 @@ const staleWorkDir = time.Hour
 
 // SweepWorkDir removes the job directories under dir that were last changed before
 // now-olderThan, and returns how many. A worker killed mid-job never removes its own,
-// and each may hold a copy of a large input.
+// and each may hold a copy of a large input; nor the spares it kept (a live worker uses
+// none older than spareFresh).
 func SweepWorkDir(dir string, olderThan time.Duration, now time.Time) (int, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -28,7 +29,7 @@ func SweepWorkDir(dir string, olderThan time.Duration, now time.Time) (int, erro
 	removed := 0
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), WorkDirPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), WorkDirPrefix) && !strings.HasPrefix(e.Name(), SpareDirPrefix) {
 			continue
 		}
 		info, err := e.Info()
