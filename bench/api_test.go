@@ -37,6 +37,7 @@ func report(b *testing.B, r LoadResult) {
 	b.ReportMetric(float64(r.Errors), "errors")
 	b.ReportMetric(r.CPU.Busy, "cpu-busy-%")
 	b.ReportMetric(r.CPU.Steal, "cpu-steal-%")
+	b.ReportMetric(r.ProcCPUPerRequest(), "proc-cpu-µs/req")
 	b.ReportMetric(0, "ns/op") // the run is time-boxed; per-op time is meaningless here
 }
 

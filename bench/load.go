@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type LoadResult struct {
 	P50, P99 time.Duration
 	// CPU is the machine's use of its processors during the run (zero where unknown).
 	CPU CPUUse
+	// ProcCPU is the processor time this process (the service's API and worker, and the
+	// load's clients) spent during the run: what in-process work such as tracing adds
+	// shows here, far less blurred by other processes than a rate is.
+	ProcCPU time.Duration
 	// lat is every latency of the run, sorted: the percentiles of merged runs come
 	// from them.
 	lat []time.Duration
@@ -27,6 +32,21 @@ type LoadResult struct {
 
 // RPS is requests completed per second.
 func (r LoadResult) RPS() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
+
+// ProcCPUPerRequest is this process's processor time per request completed, in µs.
+func (r LoadResult) ProcCPUPerRequest() float64 {
+	if r.Requests == 0 {
+		return 0
+	}
+	return float64(r.ProcCPU.Microseconds()) / float64(r.Requests)
+}
+
+// selfCPU is this process's processor time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // Drive runs do from workers goroutines for d (closed loop: each worker sends its next
 // request when the previous answered) and records every latency. do reports whether the
@@ -37,7 +57,7 @@ func Drive(ctx context.Context, workers int, d time.Duration, do func(ctx contex
 	var reqs, errs atomic.Int64
 	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
-	cpu0 := readCPU()
+	cpu0, proc0 := readCPU(), selfCPU()
 	start := time.Now()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -58,7 +78,8 @@ func Drive(ctx context.Context, workers int, d time.Duration, do func(ctx contex
 		}(w)
 	}
 	wg.Wait()
-	res := LoadResult{Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start), CPU: readCPU().since(cpu0)}
+	res := LoadResult{Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start), CPU: readCPU().since(cpu0),
+		ProcCPU: selfCPU() - proc0}
 	res.setLatencies(slices.Concat(lat...))
 	return res
 }
@@ -145,6 +166,7 @@ func Merge(rs []LoadResult) LoadResult {
 		m.Requests += r.Requests
 		m.Errors += r.Errors
 		m.Elapsed += r.Elapsed
+		m.ProcCPU += r.ProcCPU
 		w := r.Elapsed.Seconds()
 		m.CPU.Busy += r.CPU.Busy * w
 		m.CPU.Idle += r.CPU.Idle * w

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -188,13 +187,6 @@ func writeCorpus(b *testing.B, dir string) {
 		r.Read(blob)
 		write(fmt.Sprintf("blob-%02d.bin", i), blob)
 	}
-}
-
-// selfCPU is this process's processor time so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procCPU is another process's processor time so far, from /proc (Linux).
