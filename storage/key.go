@@ -41,6 +41,17 @@ func checkPrefix(prefix string) error {
 	return checkKey(strings.TrimSuffix(prefix, "/"))
 }
 
+// checkListing checks a listing's prefix ("" for the whole store, else as checkPrefix);
+// none when limit asks for nothing.
+func checkListing(prefix string, limit int) (none bool, err error) {
+	if prefix != "" {
+		if err := checkPrefix(prefix); err != nil {
+			return false, err
+		}
+	}
+	return limit <= 0, nil
+}
+
 // escapeKey escapes each segment of a key for a URL path, keeping the slashes.
 func escapeKey(key string) string {
 	segs := strings.Split(key, "/")

@@ -343,13 +343,12 @@ func (l *Local) Delete(_ context.Context, key string) error {
 // List returns up to limit of the objects stored under prefix after `after`, in byte
 // order of their keys, walking the directories in that order (see listDir).
 func (l *Local) List(ctx context.Context, prefix, after string, limit int) ([]domain.StoredObject, error) {
-	if prefix != "" {
-		if err := checkPrefix(prefix); err != nil {
-			return nil, err
-		}
+	none, err := checkListing(prefix, limit)
+	if err != nil {
+		return nil, err
 	}
 	objs := []domain.StoredObject{}
-	if limit <= 0 {
+	if none {
 		return objs, nil
 	}
 	if err := l.listDir(ctx, prefix, after, limit, &objs); err != nil {

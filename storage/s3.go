@@ -401,13 +401,12 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 // List returns up to limit of the objects stored under prefix after `after`: S3 lists
 // in byte order of the keys (UTF-8 binary order), from StartAfter.
 func (s *S3) List(ctx context.Context, prefix, after string, limit int) ([]domain.StoredObject, error) {
-	if prefix != "" {
-		if err := checkPrefix(prefix); err != nil {
-			return nil, err
-		}
+	none, err := checkListing(prefix, limit)
+	if err != nil {
+		return nil, err
 	}
 	objs := []domain.StoredObject{}
-	if limit <= 0 {
+	if none {
 		return objs, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
