@@ -43,6 +43,12 @@ var spares = &scratchPool{byRoot: map[string][]spareDir{}}
 // take returns a spare of root still fresh at now; "" when there is none. Stale ones
 // met on the way are removed.
 func (p *scratchPool) take(root string, now time.Time) string {
+	var stale []string
+	defer func() {
+		for _, path := range stale {
+			os.RemoveAll(path)
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	list := p.byRoot[root]
@@ -53,7 +59,7 @@ func (p *scratchPool) take(root string, now time.Time) string {
 		if now.Sub(s.kept) < spareFresh {
 			return s.path
 		}
-		go os.RemoveAll(s.path)
+		stale = append(stale, s.path)
 	}
 	return ""
 }

@@ -204,15 +204,25 @@ await test("a 30 MB upload goes in parallel parts with progress", async () => {
   page.on("request", onReq);
   page.on("requestfinished", onDone);
   // The network holds every part but the first until the bar has shown a value between
-  // 0 and 100: on loopback both parts can land before the page paints in between.
+  // 0 and 100: on loopback both parts can land before the page paints in between. The
+  // first is held until the page has sent another: on a busy machine the first could
+  // otherwise land before the page reads the next part from disk, and the parts, sent
+  // in parallel, would not be seen to overlap.
   let first = null;
   let release;
   const shown = new Promise((r) => (release = r));
+  let another;
+  const anotherSent = new Promise((r) => (another = r));
   const gate = async (route) => {
     const r = route.request();
     if (r.method() !== "PUT") return route.continue();
     first ??= r.url();
-    if (r.url() !== first) await shown;
+    if (r.url() === first) {
+      await anotherSent;
+    } else {
+      another();
+      await shown;
+    }
     return route.continue();
   };
   await page.route(everything, gate);
