@@ -1,6 +1,7 @@
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { useClient } from "urql";
 import { graphql } from "../gql";
+import { onLinkState } from "./graphql";
 
 // Live job changes for lists: the project's job events over the one websocket. Each
 // event carries the job as REST shows it; lists merge these fields into their rows.
@@ -77,6 +78,23 @@ export function useJobChanges(): Map<string, JobChange> {
     return () => sub.unsubscribe();
   }, [client]);
   return changes;
+}
+
+/**
+ * Calls `read` each time the websocket connects after the page opened: events sent
+ * before a subscription starts never reach it, so what changed while the socket was
+ * connecting (or reconnecting) is read again rather than missed.
+ */
+export function useReadOnConnect(read: () => void) {
+  const latest = useRef(read);
+  latest.current = read;
+  useEffect(() => {
+    let first = true;
+    return onLinkState((s) => {
+      if (!first && s === "connected") latest.current();
+      first = false;
+    });
+  }, []);
 }
 
 /** Re-renders every second while `on` (running durations tick); answers the tick's count. */

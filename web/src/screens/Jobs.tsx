@@ -5,7 +5,7 @@ import { JobsQuery, jobsVariables, states, takePrefetched } from "./jobsQuery";
 import { apiError } from "../lib/graphql";
 import { Link, setQuery, useLocation } from "../lib/router";
 import { filterChange, usePaging } from "../lib/paging";
-import { useJobChanges, useTick, type JobChange } from "../lib/live";
+import { useJobChanges, useReadOnConnect, useTick, type JobChange } from "../lib/live";
 import { jobDuration, number } from "../lib/format";
 import { Card, Empty, ErrorBox, Loading, PageHeader, Pager, Progress, StateBadge, Time } from "../ui/ui";
 
@@ -34,6 +34,7 @@ export function Jobs() {
     requestPolicy: prefetched === JSON.stringify(variables) ? "cache-first" : undefined,
   });
   const changes = useJobChanges();
+  useReadOnConnect(() => refetch({ requestPolicy: "network-only" }));
   // While another page or filter is on its way the rows shown stay (marked busy): the
   // table is not taken down for a spinner and built again, and the new rows replace
   // the old in one commit.
