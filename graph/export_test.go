@@ -3,6 +3,7 @@ package graph
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -16,6 +17,11 @@ const CostUnitBytes = costUnitBytes
 // Measure is what the limits see of an operation: its cost, depth and aliases.
 type Measure struct{ Cost, Depth, Aliases int }
 
+// costModels holds the model Analyse built for each registry, as a server holds its
+// own: building one reads every operation's options schema, most of the work of
+// measuring a small query.
+var costModels sync.Map // *domain.Registry to *costModel
+
 // Analyse validates query (its first operation, or the one named) against the schema
 // and measures it as the limits do, with reg as the catalog and vars as the variables
 // (JSON-like values, not checked against their definitions).
@@ -27,7 +33,11 @@ func Analyse(reg *domain.Registry, query, operation string, vars map[string]any)
 	}
 	op := doc.Operations.ForName(operation)
 	sh := (&shaper{frags: doc.Fragments, memo: map[string]shape{}}).set(op.SelectionSet)
-	c, _ := newCostModel(schema, reg).operationCost(op, doc.Fragments, vars)
+	m, ok := costModels.Load(reg)
+	if !ok {
+		m, _ = costModels.LoadOrStore(reg, newCostModel(schema, reg))
+	}
+	c, _ := m.(*costModel).operationCost(op, doc.Fragments, vars)
 	return Measure{Cost: c, Depth: sh.depth, Aliases: sh.aliases}, nil
 }
 

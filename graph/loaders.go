@@ -20,12 +20,10 @@ type loaders struct {
 	jobs          *dataloadgen.Loader[string, *domain.Job]
 }
 
-// loaderWait is how long a loader gathers keys before it reads: the fields of a list's
-// items are resolved concurrently, within microseconds of each other.
-const loaderWait = 5 * time.Millisecond
-
-func newLoaders(svc *domain.Services, p *domain.Principal) *loaders {
-	opts := []dataloadgen.Option{dataloadgen.WithWait(loaderWait), dataloadgen.WithBatchCapacity(domain.MaxPageSize)}
+// newLoaders returns the loaders of one response; each gathers keys for wait before it
+// reads (ServerConfig.LoaderWait).
+func newLoaders(svc *domain.Services, p *domain.Principal, wait time.Duration) *loaders {
+	opts := []dataloadgen.Option{dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(domain.MaxPageSize)}
 	return &loaders{
 		files: dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]*domain.File, []error) {
 			m, err := svc.Files.FindFilesByIDs(ctx, p, ids)

@@ -48,6 +48,11 @@ type ServerConfig struct {
 	// Resync is how often a subscription reads its subject again, so a change the best
 	// effort event stream lost (a relay that died, Redis reconnecting) still arrives.
 	Resync time.Duration
+	// LoaderWait is how long a loader gathers keys before it reads: the fields of a
+	// list's items are resolved concurrently, within microseconds of each other, so a
+	// page of jobs reads its files in one statement. It is also how long the first
+	// field that reads through a loader waits.
+	LoaderWait time.Duration
 	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the subscriptions
 	// running at once on one connection, and for one key on one process.
 	MaxSubscriptionsPerConnection int
@@ -75,6 +80,7 @@ func DefaultServerConfig() ServerConfig {
 	return ServerConfig{MaxDepth: 15, MaxComplexity: 15000, MaxAliases: 100, MaxResponseBytes: 4 << 20,
 		MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
 		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second, Resync: 15 * time.Second,
+		LoaderWait:                    5 * time.Millisecond,
 		MaxSubscriptionsPerConnection: 100, MaxSubscriptionsPerKey: 1000}
 }
 
@@ -97,6 +103,8 @@ func (c ServerConfig) Validate() error {
 		return errors.New("graph: KeyRecheck must be between 100ms and 1m")
 	case c.Resync < 0:
 		return errors.New("graph: Resync must not be negative")
+	case c.LoaderWait < 0 || c.LoaderWait > time.Second:
+		return errors.New("graph: LoaderWait must be between 0 and 1s")
 	case c.MaxSubscriptionsPerConnection < 1 || c.MaxSubscriptionsPerKey < 1:
 		return errors.New("graph: the subscription limits must be at least 1")
 	}
@@ -179,7 +187,7 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	// Loaders live for one response: a subscription's next message reads afresh.
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		if p := principal(ctx); p != nil {
-			ctx = context.WithValue(ctx, ctxLoaders, newLoaders(svc, p))
+			ctx = context.WithValue(ctx, ctxLoaders, newLoaders(svc, p, cfg.LoaderWait))
 		}
 		return next(ctx)
 	})
