@@ -1,8 +1,6 @@
 package jobs
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -75,18 +73,12 @@ func (p *scratchPool) put(root, path string, now time.Time) bool {
 	return true
 }
 
-func randomSuffix() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newScratch makes the directory one attempt of job works in, under tmpRoot, named for
 // the job: a spare renamed when there is one, a new directory otherwise.
 func newScratch(tmpRoot, jobID string) (string, error) {
 	now := time.Now()
 	if spare := spares.take(tmpRoot, now); spare != "" {
-		dir := filepath.Join(tmpRoot, WorkDirPrefix+jobID+"-"+randomSuffix())
+		dir := filepath.Join(tmpRoot, WorkDirPrefix+jobID+"-"+randomHex(6))
 		if os.Rename(spare, dir) == nil {
 			// The stale sweep goes by modification time, which a rename leaves alone.
 			if os.Chtimes(dir, now, now) == nil {
@@ -116,7 +108,7 @@ func releaseScratch(tmpRoot, dir string) {
 		os.RemoveAll(dir)
 		return
 	}
-	spare := filepath.Join(tmpRoot, SpareDirPrefix+randomSuffix())
+	spare := filepath.Join(tmpRoot, SpareDirPrefix+randomHex(6))
 	if err := os.Rename(dir, spare); err != nil {
 		os.RemoveAll(dir)
 		return

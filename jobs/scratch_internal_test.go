@@ -32,8 +32,14 @@ func TestScratchIsReusedEmpty(t *testing.T) {
 	_, err = os.Stat(dir)
 	require.True(t, os.IsNotExist(err), "the attempt's name is gone")
 
+	kept, err := filepath.Glob(filepath.Join(root, SpareDirPrefix+"*"))
+	require.NoError(t, err)
+	require.Len(t, kept, 1, "emptied and kept as a spare")
+
 	next, err := newScratch(root, "job_B")
 	require.NoError(t, err)
+	_, err = os.Stat(kept[0])
+	require.True(t, os.IsNotExist(err), "the spare was taken")
 	st2, err := os.Stat(next)
 	require.NoError(t, err)
 	require.True(t, os.SameFile(st, st2), "the directory was reused")
