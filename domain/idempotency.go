@@ -264,7 +264,7 @@ func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*
 		rec.APIKeyID = p.Key.ID
 	}
 	if g.claimAtWrite {
-		if a, err, decided := s.doClaimingAtWrite(ctx, c, rec, g); decided {
+		if a, decided, err := s.doClaimingAtWrite(ctx, rec, g); decided {
 			return a, err
 		}
 	}
@@ -316,31 +316,31 @@ func (s *Services) Do(ctx context.Context, p *Principal, c Call, req Request) (*
 // stopped before its write while a record of the key exists (its answer is replayed
 // rather than a fresh refusal given), or it came to a refusal that is stored — and then
 // nothing was written: the effect runs again, under a claim.
-func (s *Services) doClaimingAtWrite(ctx context.Context, c Call, rec *IdempotencyRecord, g grant) (a *Answer, err error, decided bool) {
+func (s *Services) doClaimingAtWrite(ctx context.Context, rec *IdempotencyRecord, g grant) (a *Answer, decided bool, err error) {
 	cl := &claim{s: s, rec: rec, atWrite: true}
 	a, err = g.run(ctx, cl)
 	if cl.stored {
-		return a, nil, true
+		return a, true, nil
 	}
 	if errors.Is(err, ErrIdempotencyTaken) {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	switch _, ferr := s.Store.FindIdempotencyKey(ctx, rec); {
 	case ferr == nil:
-		return nil, nil, false
+		return nil, false, nil
 	case !errors.Is(ferr, ErrNotFound):
-		return nil, fmt.Errorf("find idempotency key: %w", ferr), true
+		return nil, true, fmt.Errorf("find idempotency key: %w", ferr)
 	}
 	if err != nil {
 		if e := AsError(err); e != nil && answerKept(e.Code) {
-			return nil, nil, false
+			return nil, false, nil
 		}
-		return nil, err, true
+		return nil, true, err
 	}
 	if a.Error != nil && answerKept(a.Error.Code) {
-		return nil, nil, false
+		return nil, false, nil
 	}
-	return a, nil, true
+	return a, true, nil
 }
 
 // PrefixIdempotency marks the ids of idempotency claims; they are never shown.
