@@ -154,7 +154,7 @@ func newCostModel(schema *ast.Schema, reg *domain.Registry) *costModel {
 // operationCost is the cost of an operation's selection with its variables, and
 // whether computing it took too long (then it is over any limit).
 func (m *costModel) operationCost(op *ast.OperationDefinition, frags ast.FragmentDefinitionList, vars map[string]any) (int, bool) {
-	w := &costWalk{m: m, frags: frags, vars: vars, fragCosts: map[string]int{}, introCosts: map[introKey]int{},
+	w := &costWalk{m: m, frags: fragmentsOf(frags), vars: vars, fragCosts: map[string]int{}, introCosts: map[introKey]int{},
 		types: map[string]*ast.Type{}}
 	c := w.set(op.SelectionSet)
 	if w.steps > maxCostSteps {
@@ -165,7 +165,7 @@ func (m *costModel) operationCost(op *ast.OperationDefinition, frags ast.Fragmen
 
 type costWalk struct {
 	m          *costModel
-	frags      ast.FragmentDefinitionList
+	frags      fragments
 	vars       map[string]any
 	steps      int
 	fragCosts  map[string]int
@@ -182,8 +182,28 @@ func satMul(a, b int) int {
 	return min(a*b, math.MaxInt32)
 }
 
-// set is the cost of a selection of the schema's own types.
+// set is the cost of a selection of the schema's own types: its fields, those of its
+// inline fragments, and those of each fragment it spreads, once however often it is
+// spread there (the answer holds them once: execution collects a fragment once).
 func (w *costWalk) set(set ast.SelectionSet) int {
+	total := w.direct(set)
+	for _, name := range w.spreads(set) {
+		c, ok := w.fragCosts[name]
+		if !ok {
+			w.fragCosts[name] = 0 // a cycle (refused by validation) ends here
+			if f := w.frags[name]; f != nil {
+				c = w.direct(f.SelectionSet)
+			}
+			w.fragCosts[name] = c
+		}
+		total = satAdd(total, c)
+	}
+	return total
+}
+
+// direct is the cost of the fields of set and of its inline fragments, not of the
+// fragments it spreads.
+func (w *costWalk) direct(set ast.SelectionSet) int {
 	total := 0
 	for _, sel := range set {
 		if w.steps++; w.steps > maxCostSteps {
@@ -193,20 +213,52 @@ func (w *costWalk) set(set ast.SelectionSet) int {
 		case *ast.Field:
 			total = satAdd(total, w.field(s))
 		case *ast.InlineFragment:
-			total = satAdd(total, w.set(s.SelectionSet))
-		case *ast.FragmentSpread:
-			c, ok := w.fragCosts[s.Name]
-			if !ok {
-				w.fragCosts[s.Name] = 0 // a cycle (refused by validation) ends here
-				if f := w.frags.ForName(s.Name); f != nil {
-					c = w.set(f.SelectionSet)
-				}
-				w.fragCosts[s.Name] = c
-			}
-			total = satAdd(total, c)
+			total = satAdd(total, w.direct(s.SelectionSet))
 		}
 	}
 	return total
+}
+
+// spreads names the fragments set collects — spread in it, in its inline fragments or
+// in those fragments — each once.
+func (w *costWalk) spreads(set ast.SelectionSet) []string {
+	return collectSpreads(set, w.frags, func(ast.Selection) bool {
+		w.steps++
+		return w.steps <= maxCostSteps
+	})
+}
+
+// collectSpreads names the fragments a selection set collects, each once, in the order
+// met; visit is called with each selection walked and stops the walk when it says so.
+func collectSpreads(set ast.SelectionSet, frags fragments, visit func(ast.Selection) bool) []string {
+	var out []string
+	visited := map[string]bool{}
+	var walk func(ast.SelectionSet) bool
+	walk = func(set ast.SelectionSet) bool {
+		for _, sel := range set {
+			if !visit(sel) {
+				return false
+			}
+			switch s := sel.(type) {
+			case *ast.InlineFragment:
+				if !walk(s.SelectionSet) {
+					return false
+				}
+			case *ast.FragmentSpread:
+				if visited[s.Name] {
+					continue
+				}
+				visited[s.Name] = true
+				out = append(out, s.Name)
+				if f := frags[s.Name]; f != nil && !walk(f.SelectionSet) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	walk(set)
+	return out
 }
 
 func (w *costWalk) field(f *ast.Field) int {
@@ -284,6 +336,24 @@ type introKey struct {
 func text(s string) int { return 1 + len(s)/costUnitBytes }
 
 func (w *costWalk) intro(set ast.SelectionSet, v introValue) int {
+	total := w.introDirect(set, v)
+	for _, name := range w.spreads(set) {
+		key := introKey{fragment: name, value: v}
+		c, ok := w.introCosts[key]
+		if !ok {
+			w.introCosts[key] = 0
+			if f := w.frags[name]; f != nil {
+				c = w.introDirect(f.SelectionSet, v)
+			}
+			w.introCosts[key] = c
+		}
+		total = satAdd(total, c)
+	}
+	return total
+}
+
+// introDirect is intro for the fields of set and of its inline fragments.
+func (w *costWalk) introDirect(set ast.SelectionSet, v introValue) int {
 	total := 0
 	for _, sel := range set {
 		if w.steps++; w.steps > maxCostSteps {
@@ -293,18 +363,7 @@ func (w *costWalk) intro(set ast.SelectionSet, v introValue) int {
 		case *ast.Field:
 			total = satAdd(total, w.introField(s, v))
 		case *ast.InlineFragment:
-			total = satAdd(total, w.intro(s.SelectionSet, v))
-		case *ast.FragmentSpread:
-			key := introKey{fragment: s.Name, value: v}
-			c, ok := w.introCosts[key]
-			if !ok {
-				w.introCosts[key] = 0
-				if f := w.frags.ForName(s.Name); f != nil {
-					c = w.intro(f.SelectionSet, v)
-				}
-				w.introCosts[key] = c
-			}
-			total = satAdd(total, c)
+			total = satAdd(total, w.introDirect(s.SelectionSet, v))
 		}
 	}
 	return total

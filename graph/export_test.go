@@ -1,12 +1,14 @@
 package graph
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
-	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
 
 	"github.com/filemill/filemill/domain"
 )
@@ -23,16 +25,30 @@ type Measure struct{ Cost, Depth, Aliases int }
 var costModels sync.Map // *domain.Registry to *costModel
 
 // Analyse validates query (its first operation, or the one named) against the schema
-// and measures it as the limits do, with reg as the catalog and vars as the variables
+// and measures it as the limits do (a document the server refuses before validating
+// it gives the *domain.Error the server answers), with reg as the catalog and vars as the variables
 // (JSON-like values, not checked against their definitions).
 func Analyse(reg *domain.Registry, query, operation string, vars map[string]any) (Measure, error) {
 	schema := NewExecutableSchema(Config{}).Schema()
-	doc, errs := gqlparser.LoadQueryWithRules(schema, query, nil)
-	if len(errs) > 0 {
+	cfg := DefaultServerConfig()
+	doc, derr := parseBounded(query, cfg.MaxTokens)
+	if derr != nil {
+		return Measure{}, derr
+	}
+	if doc == nil {
+		_, err := parser.ParseQuery(&ast.Source{Input: query})
+		return Measure{}, err
+	}
+	if n := selectionsToValidate(doc, cfg.MaxSelections); n > cfg.MaxSelections {
+		return Measure{}, &domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
+			Message: fmt.Sprintf("more than %d selections to validate", cfg.MaxSelections),
+			Details: map[string]any{"limit": "selections"}}
+	}
+	if errs := validator.ValidateWithRules(schema, doc, validationRules()); len(errs) > 0 {
 		return Measure{}, errs
 	}
 	op := doc.Operations.ForName(operation)
-	sh := (&shaper{frags: doc.Fragments, memo: map[string]shape{}}).set(op.SelectionSet)
+	sh := (&shaper{frags: fragmentsOf(doc.Fragments), memo: map[string]shape{}}).set(op.SelectionSet)
 	m, ok := costModels.Load(reg)
 	if !ok {
 		m, _ = costModels.LoadOrStore(reg, newCostModel(schema, reg))

@@ -33,7 +33,7 @@ func (l *operationLimits) MutateOperationContext(_ context.Context, oc *graphql.
 	if op == nil {
 		return nil
 	}
-	sh := (&shaper{frags: oc.Doc.Fragments, memo: map[string]shape{}}).set(op.SelectionSet)
+	sh := (&shaper{frags: fragmentsOf(oc.Doc.Fragments), memo: map[string]shape{}}).set(op.SelectionSet)
 	if sh.deferred {
 		// Over HTTP only the first part of a deferred answer would ever be sent.
 		return requestError(&domain.Error{Code: domain.CodeInvalidRequest, Param: "query",
@@ -70,13 +70,37 @@ type shape struct {
 	deferred       bool
 }
 
-// shaper measures selections, each fragment once however often it is spread.
+// shaper measures selections: a fragment once where it is collected, however often it
+// is spread there (its aliases are answered once), and measured once.
 type shaper struct {
-	frags ast.FragmentDefinitionList
+	frags fragments
 	memo  map[string]shape
 }
 
 func (s *shaper) set(set ast.SelectionSet) shape {
+	out := s.direct(set)
+	spreads := collectSpreads(set, s.frags, func(sel ast.Selection) bool {
+		if sp, ok := sel.(*ast.FragmentSpread); ok && sp.Directives.ForName("defer") != nil {
+			out.deferred = true
+		}
+		return true
+	})
+	for _, name := range spreads {
+		m, ok := s.memo[name]
+		if !ok {
+			s.memo[name] = shape{} // a cycle (refused by validation) ends here
+			if f := s.frags[name]; f != nil {
+				m = s.direct(f.SelectionSet)
+			}
+			s.memo[name] = m
+		}
+		out = out.and(m)
+	}
+	return out
+}
+
+// direct measures the fields of set and of its inline fragments.
+func (s *shaper) direct(set ast.SelectionSet) shape {
 	var out shape
 	for _, sel := range set {
 		var d shape
@@ -88,28 +112,15 @@ func (s *shaper) set(set ast.SelectionSet) shape {
 				d.aliases = satAdd(d.aliases, 1)
 			}
 		case *ast.InlineFragment:
-			d = s.set(x.SelectionSet)
-			d.deferred = d.deferred || x.Directives.ForName("defer") != nil
-		case *ast.FragmentSpread:
-			d = s.fragment(x.Name)
+			d = s.direct(x.SelectionSet)
 			d.deferred = d.deferred || x.Directives.ForName("defer") != nil
 		}
-		out.depth = max(out.depth, d.depth)
-		out.aliases = satAdd(out.aliases, d.aliases)
-		out.deferred = out.deferred || d.deferred
+		out = out.and(d)
 	}
 	return out
 }
 
-func (s *shaper) fragment(name string) shape {
-	if m, ok := s.memo[name]; ok {
-		return m
-	}
-	s.memo[name] = shape{} // a cycle (refused by validation) ends here
-	var m shape
-	if f := s.frags.ForName(name); f != nil {
-		m = s.set(f.SelectionSet)
-	}
-	s.memo[name] = m
-	return m
+// and is the shape of two selections answered side by side.
+func (a shape) and(b shape) shape {
+	return shape{depth: max(a.depth, b.depth), aliases: satAdd(a.aliases, b.aliases), deferred: a.deferred || b.deferred}
 }

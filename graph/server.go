@@ -30,6 +30,11 @@ type ServerConfig struct {
 	MaxDepth      int
 	MaxComplexity int
 	MaxAliases    int
+	// MaxTokens bounds a query's length in tokens, and MaxSelections the selections
+	// validating its document walks (each operation with every fragment it spreads):
+	// both are refused before the document is validated.
+	MaxTokens     int
+	MaxSelections int
 	// MaxResponseBytes bounds one answer (a subscription's, each message): a larger one
 	// is replaced by a response_too_large error.
 	MaxResponseBytes int64
@@ -77,8 +82,9 @@ type ServerConfig struct {
 func DefaultServerConfig() ServerConfig {
 	// 15 levels: graphql-js's standard introspection query (GraphiQL, codegen tools)
 	// is that deep; the schema's own types nest 8 at most.
-	return ServerConfig{MaxDepth: 15, MaxComplexity: 15000, MaxAliases: 100, MaxResponseBytes: 4 << 20,
-		MaxBodyBytes: 1 << 20, RequestTimeout: 30 * time.Second,
+	return ServerConfig{MaxDepth: 15, MaxComplexity: 15000, MaxAliases: 100, MaxTokens: 15000, MaxSelections: 50000,
+		MaxResponseBytes: 4 << 20,
+		MaxBodyBytes:     1 << 20, RequestTimeout: 30 * time.Second,
 		PersistedQueries: 1000, KeepAlive: 15 * time.Second, KeyRecheck: 5 * time.Second, Resync: 15 * time.Second,
 		LoaderWait:                    5 * time.Millisecond,
 		MaxSubscriptionsPerConnection: 100, MaxSubscriptionsPerKey: 1000}
@@ -93,6 +99,10 @@ func (c ServerConfig) Validate() error {
 		return errors.New("graph: MaxComplexity must be at least 100")
 	case c.MaxAliases < 0:
 		return errors.New("graph: MaxAliases must not be negative")
+	case c.MaxTokens < 1000:
+		return errors.New("graph: MaxTokens must be at least 1000")
+	case c.MaxSelections < 1000:
+		return errors.New("graph: MaxSelections must be at least 1000")
 	case c.MaxResponseBytes < 1024:
 		return errors.New("graph: MaxResponseBytes must be at least 1024")
 	case c.MaxBodyBytes < 1024:
@@ -152,9 +162,14 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	})
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(transport.POST{})
-	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	validated := lru.New[*ast.QueryDocument](1000)
+	gql.SetQueryCache(validated)
+	gql.SetParserTokenLimit(cfg.MaxTokens)
+	gql.SetValidationRulesFn(validationRules)
 	gql.Use(extension.Introspection{})
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](max(cfg.PersistedQueries, 1))})
+	// After the persisted queries: it reads the query they stand for.
+	gql.Use(&documentLimits{maxTokens: cfg.MaxTokens, maxSelections: cfg.MaxSelections, validated: validated})
 	gql.Use(&operationLimits{maxDepth: cfg.MaxDepth, maxComplexity: cfg.MaxComplexity, maxAliases: cfg.MaxAliases,
 		costs: newCostModel(es.Schema(), svc.Jobs.Registry)})
 	gql.SetErrorPresenter(s.presentError)
@@ -223,7 +238,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	}
-	if r.Header.Get("Authorization") == "" && anonymousOnly(r) {
+	if r.Header.Get("Authorization") == "" && anonymousOnly(r, s.cfg.MaxTokens) {
 		// Signing in needs no credential, and a stale session cookie is no obstacle.
 		s.public.ServeHTTP(w, r)
 		return

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/domain/door"
@@ -30,7 +29,7 @@ var anonymousFields = map[ast.Operation]map[string]bool{
 // anonymousOnly reports whether a request asks only for anonymousFields: a GET's query
 // string, or a POST's body, which it reads (bounded by the door's limit) and puts back
 // for GraphQL.
-func anonymousOnly(r *http.Request) bool {
+func anonymousOnly(r *http.Request, maxTokens int) bool {
 	var req struct {
 		Query         string `json:"query"`
 		OperationName string `json:"operationName"`
@@ -50,8 +49,9 @@ func anonymousOnly(r *http.Request) bool {
 	if req.Query == "" {
 		return false
 	}
-	doc, gerr := parser.ParseQuery(&ast.Source{Input: req.Query})
-	if gerr != nil || len(doc.Fragments) > 0 {
+	// Not validated here: nothing but its length is bounded before a credential.
+	doc, derr := parseBounded(req.Query, maxTokens)
+	if derr != nil || doc == nil || len(doc.Fragments) > 0 {
 		return false
 	}
 	var op *ast.OperationDefinition

@@ -1,0 +1,250 @@
+package graph
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/core"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+)
+
+// FuzzFieldsMergeAsGqlparserSays: on any small document of the schema — fields under
+// colliding aliases, with or without arguments, in inline and named fragments, at
+// several depths — fieldsCanMergeRule finds a conflict exactly when gqlparser's
+// OverlappingFieldsCanBeMerged does. The documents are small: that rule's time grows
+// with the square of same-named fields, which is why it is replaced.
+func FuzzFieldsMergeAsGqlparserSays(f *testing.F) {
+	schema := NewExecutableSchema(Config{}).Schema()
+	for _, seed := range []string{"", "\x01\x02\x03", "aliases\x00\x00\x05\x05", "fragments\x09\x09\x09\x04\x04"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		doc := (&mergeGen{in: in, schema: schema}).document()
+		stock, ours := mergeVerdicts(t, schema, doc)
+		require.Equal(t, stock != "", ours != "", "%s\ngqlparser: %s\nours: %s", doc, stock, ours)
+	})
+}
+
+// TestFieldsMergeAsGqlparserSays runs the comparison on random documents: many more
+// than the fuzz seeds, each run.
+func TestFieldsMergeAsGqlparserSays(t *testing.T) {
+	schema := NewExecutableSchema(Config{}).Schema()
+	r := rand.New(rand.NewPCG(1, 2))
+	conflicts := 0
+	for range 5000 {
+		in := make([]byte, 64)
+		for i := range in {
+			in[i] = byte(r.UintN(256))
+		}
+		doc := (&mergeGen{in: in, schema: schema}).document()
+		stock, ours := mergeVerdicts(t, schema, doc)
+		require.Equal(t, stock != "", ours != "", "%s\ngqlparser: %s\nours: %s", doc, stock, ours)
+		if ours != "" {
+			conflicts++
+		}
+	}
+	// The generator makes both kinds: a test of documents that never conflict could
+	// not fail.
+	require.Greater(t, conflicts, 500)
+	require.Less(t, conflicts, 4500)
+}
+
+// mergeVerdicts validates doc with gqlparser's rule and with ours alone and returns
+// their errors ("" for none).
+func mergeVerdicts(t *testing.T, schema *ast.Schema, doc string) (stock, ours string) {
+	q, err := parser.ParseQuery(&ast.Source{Input: doc})
+	require.NoError(t, err, doc)
+	verdict := func(r core.Rule) string {
+		return fmt.Sprint(validator.ValidateWithRules(schema, q, rules.NewRules(r)))
+	}
+	stock, ours = verdict(rules.OverlappingFieldsCanBeMergedRule), verdict(fieldsCanMergeRule)
+	if stock == "[]" || stock == "<nil>" || stock == "" {
+		stock = ""
+	}
+	if ours == "[]" || ours == "<nil>" || ours == "" {
+		ours = ""
+	}
+	return stock, ours
+}
+
+// mergeGen makes a document from bytes: each byte picks the next choice.
+type mergeGen struct {
+	in     []byte
+	schema *ast.Schema
+	frags  []genFrag
+	body   strings.Builder
+	fields int
+}
+
+type genFrag struct{ name, on, text string }
+
+func (g *mergeGen) pick(n int) int {
+	if n <= 1 || len(g.in) == 0 {
+		return 0
+	}
+	b := g.in[0]
+	g.in = g.in[1:]
+	return int(b) % n
+}
+
+func (g *mergeGen) document() string {
+	sel := g.selection(g.schema.Query, 3)
+	var b strings.Builder
+	fmt.Fprintf(&b, "query %s\n", sel)
+	for _, f := range g.frags {
+		fmt.Fprintf(&b, "fragment %s on %s %s\n", f.name, f.on, f.text)
+	}
+	return b.String()
+}
+
+// selection is a selection set on def, at most depth fields deep.
+func (g *mergeGen) selection(def *ast.Definition, depth int) string {
+	var parts []string
+	for n := 1 + g.pick(3); n > 0 && g.fields < 40; n-- {
+		switch c := g.pick(10); {
+		case c < 6 || depth == 0:
+			parts = append(parts, g.field(def, depth))
+		case c < 8:
+			on := ""
+			if g.pick(2) == 1 {
+				on = " on " + def.Name
+			}
+			parts = append(parts, "..."+on+" "+g.selection(def, depth))
+		default:
+			// Spread a fragment on def already made, or make one (never spreading a
+			// fragment still being made: no cycles).
+			var have []string
+			for _, f := range g.frags {
+				if f.on == def.Name {
+					have = append(have, f.name)
+				}
+			}
+			if len(have) > 0 && g.pick(2) == 0 {
+				parts = append(parts, "..."+have[g.pick(len(have))])
+				continue
+			}
+			if len(g.frags) >= 4 {
+				parts = append(parts, g.field(def, depth))
+				continue
+			}
+			text := g.selection(def, depth)
+			name := fmt.Sprintf("F%d", len(g.frags))
+			g.frags = append(g.frags, genFrag{name: name, on: def.Name, text: text})
+			parts = append(parts, "..."+name)
+		}
+	}
+	return "{ " + strings.Join(parts, " ") + " }"
+}
+
+// field is one field of def: few names and aliases, so that they collide.
+func (g *mergeGen) field(def *ast.Definition, depth int) string {
+	g.fields++
+	var usable []*ast.FieldDefinition
+	for _, f := range def.Fields {
+		if strings.HasPrefix(f.Name, "__") || !g.simpleArgs(f) {
+			continue
+		}
+		if g.composite(f.Type) && depth == 0 {
+			continue
+		}
+		usable = append(usable, f)
+		if len(usable) == 4 {
+			break
+		}
+	}
+	if len(usable) == 0 || g.pick(6) == 0 {
+		return []string{"__typename", "a: __typename", "b: __typename"}[g.pick(3)]
+	}
+	f := usable[g.pick(len(usable))]
+	var b strings.Builder
+	b.WriteString([]string{"", "a: ", "b: ", ""}[g.pick(4)])
+	b.WriteString(f.Name)
+	var args []string
+	for _, a := range f.Arguments {
+		if !a.Type.NonNull && g.pick(2) == 0 {
+			continue
+		}
+		args = append(args, a.Name+": "+g.value(a.Type))
+	}
+	if len(args) > 0 {
+		b.WriteString("(" + strings.Join(args, ", ") + ")")
+	}
+	if g.composite(f.Type) {
+		b.WriteString(" " + g.selection(g.schema.Types[f.Type.Name()], depth-1))
+	}
+	return b.String()
+}
+
+func (g *mergeGen) composite(t *ast.Type) bool {
+	d := g.schema.Types[t.Name()]
+	return d != nil && (d.Kind == ast.Object || d.Kind == ast.Interface || d.Kind == ast.Union)
+}
+
+// simpleArgs: every argument the field requires can be written as a scalar literal.
+func (g *mergeGen) simpleArgs(f *ast.FieldDefinition) bool {
+	for _, a := range f.Arguments {
+		if a.Type.Elem != nil || g.schema.Types[a.Type.Name()].Kind == ast.InputObject {
+			if a.Type.NonNull {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (g *mergeGen) value(t *ast.Type) string {
+	d := g.schema.Types[t.Name()]
+	switch {
+	case t.Elem != nil || d.Kind == ast.InputObject:
+		return "null"
+	case d.Kind == ast.Enum:
+		return d.EnumValues[g.pick(min(2, len(d.EnumValues)))].Name
+	case d.Name == "Int":
+		return []string{"1", "2"}[g.pick(2)]
+	case d.Name == "Boolean":
+		return []string{"true", "false"}[g.pick(2)]
+	default:
+		return []string{`"x"`, `"y"`}[g.pick(2)]
+	}
+}
+
+// TestValidationTimeGrowsWithTheDocument: documents that made gqlparser's validation
+// run for seconds to minutes are validated — answered or refused — within a second
+// each; before, each of these took from 1.5 s to minutes.
+func TestValidationTimeGrowsWithTheDocument(t *testing.T) {
+	schema := NewExecutableSchema(Config{}).Schema()
+	cfg := DefaultServerConfig()
+	chain := func(on, leaf string, n int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "query { %s }\n", strings.ReplaceAll(leaf, "LEAF", "...T0"))
+		for i := range n {
+			fmt.Fprintf(&b, "fragment T%d on %s { __typename ...T%d ...T%d ...T%d }\n", i, on, i+1, i+1, i+1)
+		}
+		fmt.Fprintf(&b, "fragment T%d on %s { __typename }\n", n, on)
+		return b.String()
+	}
+	for name, q := range map[string]string{
+		"introspection fragments spreading the next three times": chain("__Type", "__schema { types { LEAF } }", 300),
+		"fragments on Query spreading the next three times":      chain("Query", "LEAF", 300),
+		"2,000 nested inline fragments":                          "query { " + strings.Repeat("... on Query { __typename ", 2000) + strings.Repeat("}", 2000) + " }",
+		"5,000 __typename":                                       "query { " + strings.Repeat("__typename ", 5000) + "}",
+		"1,500 jobs with a selection":                            "query { " + strings.Repeat("jobs { nodes { id status } } ", 1500) + "}",
+		"3,000 aliases of one name":                              "query { " + strings.Repeat("a: __typename ", 3000) + "}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			doc, derr := parseBounded(q, cfg.MaxTokens)
+			if derr == nil && doc != nil && selectionsToValidate(doc, cfg.MaxSelections) <= cfg.MaxSelections {
+				validator.ValidateWithRules(schema, doc, validationRules())
+			}
+			require.Less(t, time.Since(start), time.Second)
+		})
+	}
+}
