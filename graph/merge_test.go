@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
@@ -15,17 +16,22 @@ import (
 	"github.com/vektah/gqlparser/v2/validator/rules"
 )
 
-// FuzzFieldsMergeAsGqlparserSays: on any small document of the schema — fields under
-// colliding aliases, with or without arguments, in inline and named fragments, at
-// several depths — fieldsCanMergeRule finds a conflict exactly when gqlparser's
+// FuzzFieldsMergeAsGqlparserSays: on any small document of filemill's schema, or of a
+// schema with interfaces and unions (filemill's has none) — fields under colliding
+// aliases, with or without arguments, in inline and named fragments, at several
+// depths — fieldsCanMergeRule finds a conflict exactly when gqlparser's
 // OverlappingFieldsCanBeMerged does. The documents are small: that rule's time grows
 // with the square of same-named fields, which is why it is replaced.
 func FuzzFieldsMergeAsGqlparserSays(f *testing.F) {
-	schema := NewExecutableSchema(Config{}).Schema()
-	for _, seed := range []string{"", "\x01\x02\x03", "aliases\x00\x00\x05\x05", "fragments\x09\x09\x09\x04\x04"} {
+	schemas := mergeSchemas()
+	for _, seed := range []string{"", "\x01\x02\x03", "aliases\x00\x00\x05\x05", "fragments\x09\x09\x09\x04\x04", "\x01abstract\x09\x07\x07"} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		schema := schemas[0]
+		if len(in) > 0 {
+			schema, in = schemas[int(in[0])%len(schemas)], in[1:]
+		}
 		doc := (&mergeGen{in: in, schema: schema}).document()
 		stock, ours := mergeVerdicts(t, schema, doc)
 		require.Equal(t, stock != "", ours != "", "%s\ngqlparser: %s\nours: %s", doc, stock, ours)
@@ -35,25 +41,39 @@ func FuzzFieldsMergeAsGqlparserSays(f *testing.F) {
 // TestFieldsMergeAsGqlparserSays runs the comparison on random documents: many more
 // than the fuzz seeds, each run.
 func TestFieldsMergeAsGqlparserSays(t *testing.T) {
-	schema := NewExecutableSchema(Config{}).Schema()
-	r := rand.New(rand.NewPCG(1, 2))
-	conflicts := 0
-	for range 5000 {
-		in := make([]byte, 64)
-		for i := range in {
-			in[i] = byte(r.UintN(256))
+	for i, schema := range mergeSchemas() {
+		r := rand.New(rand.NewPCG(1, uint64(i)))
+		conflicts := 0
+		for range 5000 {
+			in := make([]byte, 64)
+			for i := range in {
+				in[i] = byte(r.UintN(256))
+			}
+			doc := (&mergeGen{in: in, schema: schema}).document()
+			stock, ours := mergeVerdicts(t, schema, doc)
+			require.Equal(t, stock != "", ours != "", "%s\ngqlparser: %s\nours: %s", doc, stock, ours)
+			if ours != "" {
+				conflicts++
+			}
 		}
-		doc := (&mergeGen{in: in, schema: schema}).document()
-		stock, ours := mergeVerdicts(t, schema, doc)
-		require.Equal(t, stock != "", ours != "", "%s\ngqlparser: %s\nours: %s", doc, stock, ours)
-		if ours != "" {
-			conflicts++
-		}
+		// The generator makes both kinds: a test of documents that never conflict
+		// could not fail.
+		require.Greater(t, conflicts, 500)
+		require.Less(t, conflicts, 4500)
 	}
-	// The generator makes both kinds: a test of documents that never conflict could
-	// not fail.
-	require.Greater(t, conflicts, 500)
-	require.Less(t, conflicts, 4500)
+}
+
+// mergeSchemas are filemill's schema and one with interfaces and unions, whose types
+// answer one field name with different types.
+func mergeSchemas() []*ast.Schema {
+	abstract := gqlparser.MustLoadSchema(&ast.Source{Name: "abstract.graphqls", Input: `
+type Query { node(id: ID): Node nodes(first: Int): [Node] search(q: String): [Result] a: A b: B }
+interface Node { id: ID! name(upper: Boolean): String child: Node }
+type A implements Node { id: ID! name(upper: Boolean): String child: Node size: Int tags: [String] other: B }
+type B implements Node { id: ID! name(upper: Boolean): String child: Node size: String count: Int! other: A }
+union Result = A | B
+`})
+	return []*ast.Schema{NewExecutableSchema(Config{}).Schema(), abstract}
 }
 
 // mergeVerdicts validates doc with gqlparser's rule and with ours alone and returns
@@ -112,11 +132,15 @@ func (g *mergeGen) selection(def *ast.Definition, depth int) string {
 		case c < 6 || depth == 0:
 			parts = append(parts, g.field(def, depth))
 		case c < 8:
-			on := ""
-			if g.pick(2) == 1 {
-				on = " on " + def.Name
+			// On the type itself (named or not), or on one of its possible types.
+			cond, on := def, ""
+			if types := g.schema.GetPossibleTypes(def); def.Kind != ast.Object && g.pick(2) == 1 {
+				cond = types[g.pick(len(types))]
 			}
-			parts = append(parts, "..."+on+" "+g.selection(def, depth))
+			if cond != def || g.pick(2) == 1 {
+				on = " on " + cond.Name
+			}
+			parts = append(parts, "..."+on+" "+g.selection(cond, depth))
 		default:
 			// Spread a fragment on def already made, or make one (never spreading a
 			// fragment still being made: no cycles).
@@ -140,10 +164,13 @@ func (g *mergeGen) selection(def *ast.Definition, depth int) string {
 			parts = append(parts, "..."+name)
 		}
 	}
+	if len(parts) == 0 {
+		parts = append(parts, "__typename") // the document's fields are spent
+	}
 	return "{ " + strings.Join(parts, " ") + " }"
 }
 
-// field is one field of def: few names and aliases, so that they collide.
+// field is one field of def, under one of few aliases, so that names collide.
 func (g *mergeGen) field(def *ast.Definition, depth int) string {
 	g.fields++
 	var usable []*ast.FieldDefinition
@@ -155,9 +182,6 @@ func (g *mergeGen) field(def *ast.Definition, depth int) string {
 			continue
 		}
 		usable = append(usable, f)
-		if len(usable) == 4 {
-			break
-		}
 	}
 	if len(usable) == 0 || g.pick(6) == 0 {
 		return []string{"__typename", "a: __typename", "b: __typename"}[g.pick(3)]
