@@ -214,6 +214,19 @@ func TestTransportsAndPersistedQueries(t *testing.T) {
 	r = get("", ext).ok(t)
 	require.Equal(t, "org-a", field(r, "viewer")["organization"].(map[string]any)["name"])
 
+	// A query longer than 64 KiB is answered, not remembered: its client sends it whole
+	// each time, and the process's memory of queries stays bounded.
+	long := "# " + strings.Repeat("x", 64<<10) + "\n{ viewer { organization { name } } }"
+	longSum := sha256.Sum256([]byte(long))
+	post := func(q string) gqlResponse {
+		body, err := json.Marshal(map[string]any{"query": q, "extensions": map[string]any{
+			"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(longSum[:])}}})
+		require.NoError(t, err)
+		return b.post(b.liveA, body, nil)
+	}
+	post(long).ok(t)
+	require.Equal(t, "PERSISTED_QUERY_NOT_FOUND", post("").code(t))
+
 	// Every answer carries the rate-limit headers of the key's bucket.
 	require.NotEmpty(t, r.header.Get("X-RateLimit-Limit"))
 	require.Regexp(t, `^req_`, r.header.Get("X-Request-Id"))

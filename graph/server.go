@@ -167,9 +167,10 @@ func NewServer(cfg ServerConfig, svc *domain.Services, bus EventStream, log *slo
 	gql.SetParserTokenLimit(cfg.MaxTokens)
 	gql.SetValidationRulesFn(validationRules)
 	gql.Use(extension.Introspection{})
-	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](max(cfg.PersistedQueries, 1))})
-	// After the persisted queries: it reads the query they stand for.
+	// Before the persisted queries: a query refused is not remembered, and one sent by
+	// its hash alone was measured when it was sent whole.
 	gql.Use(&documentLimits{maxTokens: cfg.MaxTokens, maxSelections: cfg.MaxSelections, validated: validated})
+	gql.Use(extension.AutomaticPersistedQuery{Cache: persistedQueries{lru.New[string](max(cfg.PersistedQueries, 1))}})
 	gql.Use(&operationLimits{maxDepth: cfg.MaxDepth, maxComplexity: cfg.MaxComplexity, maxAliases: cfg.MaxAliases,
 		costs: newCostModel(es.Schema(), svc.Jobs.Registry)})
 	gql.SetErrorPresenter(s.presentError)
@@ -294,4 +295,17 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, err 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// maxPersistedBytes bounds a query remembered by its hash: a longer one is sent whole
+// each time, and the cache holds at most PersistedQueries times this.
+const maxPersistedBytes = 64 << 10
+
+// persistedQueries remembers the queries of at most maxPersistedBytes.
+type persistedQueries struct{ graphql.Cache[string] }
+
+func (p persistedQueries) Add(ctx context.Context, hash, query string) {
+	if len(query) <= maxPersistedBytes {
+		p.Cache.Add(ctx, hash, query)
+	}
 }
