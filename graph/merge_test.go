@@ -99,7 +99,7 @@ type mergeGen struct {
 	in     []byte
 	schema *ast.Schema
 	frags  []genFrag
-	body   strings.Builder
+	made   int // fragments made or being made
 	fields int
 }
 
@@ -154,12 +154,13 @@ func (g *mergeGen) selection(def *ast.Definition, depth int) string {
 				parts = append(parts, "..."+have[g.pick(len(have))])
 				continue
 			}
-			if len(g.frags) >= 4 {
+			if g.made >= 4 {
 				parts = append(parts, g.field(def, depth))
 				continue
 			}
+			name := fmt.Sprintf("F%d", g.made)
+			g.made++ // counted before its text, which may make fragments too
 			text := g.selection(def, depth)
-			name := fmt.Sprintf("F%d", len(g.frags))
 			g.frags = append(g.frags, genFrag{name: name, on: def.Name, text: text})
 			parts = append(parts, "..."+name)
 		}
