@@ -384,3 +384,31 @@ func TestValidationTimeGrowsWithTheDocument(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldsMergeConflictsAreNamed: each group of fields that does not merge is
+// reported, with the path of names to it and the reason.
+func TestFieldsMergeConflictsAreNamed(t *testing.T) {
+	schema := mergeSchemas()[1]
+	for doc, want := range map[string][]string{
+		`{ a { size } a { size: id } }`: {
+			`Fields "a" conflict because subfields "size" conflict because "size" and "id" are different fields.`,
+			`Fields "a" conflict because subfields "size" conflict because they return conflicting types "Int" and "ID!".`},
+		`{ x: a { id } x: b { id } y: node { id } y: nodes { id } }`: {
+			`Fields "x" conflict because "a" and "b" are different fields.`,
+			`Fields "y" conflict because they return conflicting types "Node" and "[Node]".`,
+			`Fields "y" conflict because "node" and "nodes" are different fields.`},
+		`{ search { ... on A { size } ... on B { size } } }`: {
+			`Fields "search" conflict because subfields "size" conflict because they return conflicting types "Int" and "String".`},
+		`{ node(id: "1") { id } node(id: "2") { id } }`: {`Fields "node" conflict because they have differing arguments.`},
+		// Fields of two object types never meet in one answer: other arguments are fine.
+		`{ search { ... on A { name(upper: true) } ... on B { name } } }`: nil,
+	} {
+		q, err := parser.ParseQuery(&ast.Source{Input: doc})
+		require.NoError(t, err)
+		var got []string
+		for _, e := range validator.ValidateWithRules(schema, q, rules.NewRules(fieldsCanMergeRule)) {
+			got = append(got, strings.TrimSuffix(e.Message, " Use different aliases on the fields to fetch both if this was intentional."))
+		}
+		require.ElementsMatch(t, want, got, doc)
+	}
+}
