@@ -103,7 +103,10 @@ func selectionsToValidate(doc *ast.QueryDocument, limit int) int {
 		total++
 		return total <= limit
 	}
-	walkSet := func(set ast.SelectionSet) {
+	// reached walks root and every fragment it reaches (through fields too), each once.
+	reached := func(root ast.SelectionSet) {
+		seen := map[string]bool{}
+		queue := []ast.SelectionSet{root}
 		var walk func(ast.SelectionSet)
 		walk = func(set ast.SelectionSet) {
 			for _, sel := range set {
@@ -115,38 +118,18 @@ func selectionsToValidate(doc *ast.QueryDocument, limit int) int {
 					walk(s.SelectionSet)
 				case *ast.InlineFragment:
 					walk(s.SelectionSet)
-				}
-			}
-		}
-		walk(set)
-	}
-	reached := func(set ast.SelectionSet) {
-		// Every fragment the set reaches, through fields too, once.
-		seen := map[string]bool{}
-		queue := []ast.SelectionSet{set}
-		for len(queue) > 0 && total <= limit {
-			set := queue[0]
-			queue = queue[1:]
-			walkSet(set)
-			var spreads func(ast.SelectionSet)
-			spreads = func(set ast.SelectionSet) {
-				for _, sel := range set {
-					switch s := sel.(type) {
-					case *ast.Field:
-						spreads(s.SelectionSet)
-					case *ast.InlineFragment:
-						spreads(s.SelectionSet)
-					case *ast.FragmentSpread:
-						if !seen[s.Name] {
-							seen[s.Name] = true
-							if f := frags[s.Name]; f != nil {
-								queue = append(queue, f.SelectionSet)
-							}
-						}
+				case *ast.FragmentSpread:
+					if f := frags[s.Name]; f != nil && !seen[s.Name] {
+						seen[s.Name] = true
+						queue = append(queue, f.SelectionSet)
 					}
 				}
 			}
-			spreads(set)
+		}
+		for len(queue) > 0 && total <= limit {
+			set := queue[0]
+			queue = queue[1:]
+			walk(set)
 		}
 	}
 	for _, op := range doc.Operations {
