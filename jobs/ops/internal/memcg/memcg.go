@@ -41,8 +41,8 @@ var shared struct {
 	moved bool
 }
 
-// Open returns the worker's parent group, making it on first use (after removing the
-// parents of dead workers). Each Open needs a Close. Errors wrap ErrUnavailable when
+// Open returns the worker's parent group, making it on first use, and removes the
+// parents of dead workers. Each Open needs a Close. Errors wrap ErrUnavailable when
 // the host offers no memory cgroup to use.
 func Open() (*Parent, error) {
 	shared.Lock()
@@ -53,6 +53,10 @@ func Open() (*Parent, error) {
 			return nil, err
 		}
 		shared.p = p
+	} else {
+		// Kept open (by another user, or for good once this process moved into it):
+		// workers may have died since it was made.
+		removeStale(filepath.Dir(shared.p.dir), shared.p.dir)
 	}
 	shared.refs++
 	return shared.p, nil
@@ -99,7 +103,7 @@ func openV1() (*Parent, error) {
 	if err != nil {
 		return nil, err
 	}
-	removeStale(base)
+	removeStale(base, "")
 	dir := filepath.Join(base, prefix+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -119,7 +123,7 @@ func openV2() (*Parent, error) {
 	if !hasWord(filepath.Join(base, "cgroup.controllers"), "memory") {
 		return nil, fmt.Errorf("%w: the memory controller is not enabled for %s", ErrUnavailable, base)
 	}
-	removeStale(base)
+	removeStale(base, "")
 	dir := filepath.Join(base, prefix+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -195,10 +199,14 @@ func hasWord(path, word string) bool {
 }
 
 // removeStale removes the parents of workers that are gone (and one of a worker that
-// had this process's pid before it), killing what they left running.
-func removeStale(base string) {
+// had this process's pid before it), killing what they left running; never keep, this
+// process's own parent.
+func removeStale(base, keep string) {
 	entries, _ := os.ReadDir(base)
 	for _, e := range entries {
+		if filepath.Join(base, e.Name()) == keep {
+			continue
+		}
 		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), prefix))
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || err != nil || pid <= 0 {
 			continue

@@ -61,9 +61,11 @@ func TestGroupKillsPastItsBound(t *testing.T) {
 	var xe *runner.ExitError
 	require.ErrorAs(t, child.Wait(), &xe)
 	require.Equal(t, "SIGKILL", xe.Signal)
+	// One kill or more: with memory.oom.group (v2) the kernel kills the group and counts
+	// its victim again. Callers read a rise of the count, never its size.
 	n, err := g.OOMKills()
 	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
+	require.Positive(t, n)
 }
 
 // A child within its bound runs on, counted by no kill, until its group is removed.

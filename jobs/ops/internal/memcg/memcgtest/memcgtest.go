@@ -19,5 +19,10 @@ func Open(t testing.TB) *memcg.Parent {
 		}
 		t.Skipf("%v (needs root and a memory cgroup)", err)
 	}
+	// FILEMILL_MEMCG_WANT=v2: the test must run on cgroup v2 (in the virtual machine of
+	// TestCgroupV2InAVirtualMachine).
+	if os.Getenv("FILEMILL_MEMCG_WANT") == "v2" && !p.V2() {
+		t.Fatalf("FILEMILL_MEMCG_WANT=v2, and %s is not a cgroup v2 group", p.Dir())
+	}
 	return p
 }
