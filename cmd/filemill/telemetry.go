@@ -29,6 +29,8 @@ import (
 //     filemill-<role>).
 //   - OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG: read by the SDK (default
 //     parentbased_always_on).
+//   - OTEL_BSP_SCHEDULE_DELAY, _EXPORT_TIMEOUT, _MAX_QUEUE_SIZE, _MAX_EXPORT_BATCH_SIZE:
+//     read by the SDK's batch span processor (the delay is 2 s here when unset).
 //
 // The W3C trace context is the propagator: what an incoming request's traceparent
 // says is honoured, and the enqueue carries it to the worker in the task's headers. The
@@ -75,7 +77,13 @@ func setupTracing(ctx context.Context, role string, stdout io.Writer) (shutdown 
 		// Each span is written as it ends, so a reader (or a test) sees it at once.
 		opts = append(opts, sdktrace.WithSyncer(exp))
 	} else {
-		opts = append(opts, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(2*time.Second)))
+		// A trace reaches its store within 2 s of its job, unless OTEL_BSP_SCHEDULE_DELAY
+		// says otherwise (the SDK lets an option override the variable).
+		var batch []sdktrace.BatchSpanProcessorOption
+		if os.Getenv("OTEL_BSP_SCHEDULE_DELAY") == "" {
+			batch = append(batch, sdktrace.WithBatchTimeout(2*time.Second))
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp, batch...))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)
