@@ -31,6 +31,30 @@ const samplePDF = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj
 // BENCH_JOB_WORKERS jobs at a time (0: no worker). Goal: ≥ 1,000 req/s with p99 ≤ 25 ms,
 // ≥ 0.3 of the ceiling.
 func BenchmarkCreateJob(b *testing.B) {
+	l := newCreateJobLoad(b)
+	defer l.close()
+	Drive(context.Background(), loadWorkers, time.Second, l.api)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := Drive(context.Background(), loadWorkers, loadDuration, l.api)
+		// After, not in turns with it: the ceiling's jobs, made faster than the worker
+		// runs them, are cancelled in their thousands, and the worker passing them by
+		// would fall on the requests' turns.
+		ceiling := Drive(context.Background(), loadWorkers, loadDuration, l.bare)
+		report(b, r)
+		b.ReportMetric(ceiling.RPS(), "bare-insert+enqueue/s")
+		b.ReportMetric(100*r.RPS()/ceiling.RPS(), "%-of-ceiling")
+	}
+}
+
+// createJobLoad is BenchmarkCreateJob's service and its two loads: api (POST /v1/jobs
+// for an inspect job) and bare (its ceiling: one job INSERT and one asynq enqueue).
+type createJobLoad struct {
+	api, bare func(ctx context.Context, _, _ int) bool
+	close     func()
+}
+
+func newCreateJobLoad(b *testing.B) *createJobLoad {
 	s := newStack(b, stackOpts{})
 	fileID := s.readyFile(b, "a.pdf", []byte(samplePDF))
 	workers := -1 // the worker's defaults
@@ -41,9 +65,9 @@ func BenchmarkCreateJob(b *testing.B) {
 		}
 		workers = n
 	}
+	var w *jobs.Server
 	if workers != 0 {
-		w := s.startWorker(b, workers)
-		defer w.Shutdown()
+		w = s.startWorker(b, workers)
 	}
 	client := NewClient(loadWorkers)
 	api := func(ctx context.Context, _, _ int) bool {
@@ -83,19 +107,13 @@ func BenchmarkCreateJob(b *testing.B) {
 			}
 		}
 	}()
-	defer func() { close(stop); <-finished }()
-	Drive(context.Background(), loadWorkers, time.Second, api)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r := Drive(context.Background(), loadWorkers, loadDuration, api)
-		// After, not in turns with it: the ceiling's jobs, made faster than the worker
-		// runs them, are cancelled in their thousands, and the worker passing them by
-		// would fall on the requests' turns.
-		ceiling := Drive(context.Background(), loadWorkers, loadDuration, bare)
-		report(b, r)
-		b.ReportMetric(ceiling.RPS(), "bare-insert+enqueue/s")
-		b.ReportMetric(100*r.RPS()/ceiling.RPS(), "%-of-ceiling")
-	}
+	return &createJobLoad{api: api, bare: bare, close: func() {
+		close(stop)
+		<-finished
+		if w != nil {
+			w.Shutdown()
+		}
+	}}
 }
 
 // timedEngine records how long each engine run took, in order and by job (the job id
