@@ -5,12 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,14 +115,14 @@ func TestCgroupV2InAVirtualMachine(t *testing.T) {
 	}
 }
 
-// newestKernel is the newest kernel image in /boot.
+// newestKernel is a kernel image in /boot, the last by name (any recent kernel has
+// cgroup v2 with its memory controller).
 func newestKernel() (string, error) {
 	ks, _ := filepath.Glob("/boot/vmlinuz-*")
 	if len(ks) == 0 {
 		return "", os.ErrNotExist
 	}
-	sort.Strings(ks)
-	return ks[len(ks)-1], nil
+	return slices.Max(ks), nil
 }
 
 func goCommand() string {
@@ -173,12 +174,7 @@ func writeInitramfs(name string, files map[string]archived, dirs ...string) erro
 			return err
 		}
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		a := files[n]
 		var err error
 		switch {
