@@ -98,6 +98,8 @@ const GoPDFiumVersion = "v1.19.8"
 // every loop of the compiled code and makes rendering three times slower. Instead
 // pages render progressively, pausing at PDFium's checkpoints (every hundred or so
 // page objects), where the deadline is checked; text loops check it between calls.
+// Loading a page parses its content in one call, which nothing stops: a page whose
+// content takes long to parse holds its instance, past the deadline, until it is parsed.
 type Pool struct {
 	cfg   Config
 	slots chan struct{} // one per busy instance: the pool's share of cores
