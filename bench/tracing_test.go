@@ -46,11 +46,7 @@ func benchTracing() {
 		case "console":
 			exp, err = stdouttrace.New(stdouttrace.WithWriter(io.Discard))
 		case "on", "otlp":
-			collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "application/x-protobuf")
-			}))
-			exp, err = otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(collector.URL+"/v1/traces"))
+			exp, _, err = discardingCollector()
 		default:
 			panic("FILEMILL_BENCH_TRACES=" + mode + ": must be on, otlp, console or off")
 		}
@@ -61,6 +57,21 @@ func benchTracing() {
 		otel.SetTracerProvider(tp)
 		otel.SetTextMapPropagator(propagation.TraceContext{})
 	})
+}
+
+// discardingCollector is an OTLP/HTTP exporter to a collector in this process that
+// reads each batch and drops it: its reading counts against filemill, never its storing.
+func discardingCollector() (sdktrace.SpanExporter, func(), error) {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(collector.URL+"/v1/traces"))
+	if err != nil {
+		collector.Close()
+		return nil, nil, err
+	}
+	return exp, collector.Close, nil
 }
 
 // switchedTracing is a tracer provider whose spans are recorded by sdk while on is
@@ -97,15 +108,11 @@ func switchTracing(b *testing.B) *switchedTracing {
 	if mode := os.Getenv("FILEMILL_BENCH_TRACES"); mode != "" && mode != "off" {
 		b.Fatalf("FILEMILL_BENCH_TRACES=%s: this benchmark turns tracing on and off itself; unset it", mode)
 	}
-	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
-	b.Cleanup(collector.Close)
-	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(collector.URL+"/v1/traces"))
+	exp, closeCollector, err := discardingCollector()
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(closeCollector)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(2*time.Second)))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	sw := &switchedTracing{sdk: tp}
