@@ -240,19 +240,39 @@ func (p *Parent) NewGroup(name string, limit int64) (*Group, error) {
 	return g, nil
 }
 
+// SetLimit changes the group's bound to n bytes (0: none). Lowered below what its
+// processes use, the kernel reclaims what it can and then kills.
+func (g *Group) SetLimit(n int64) error {
+	if err := g.setLimit(n); err != nil {
+		return err
+	}
+	g.limit = n
+	return nil
+}
+
 func (g *Group) setLimit(n int64) error {
 	v := strconv.FormatInt(n, 10)
+	if n <= 0 {
+		v = "-1"
+		if g.v2 {
+			v = "max"
+		}
+	}
 	settings := [][2]string{{"memory.limit_in_bytes", v}, {"memory.memsw.limit_in_bytes", v}}
+	if n <= 0 || (g.limit > 0 && n > g.limit) {
+		// v1 keeps memory+swap at or above memory alone: a raise goes to it first.
+		settings[0], settings[1] = settings[1], settings[0]
+	}
 	if g.v2 {
 		// No swap: a group past its bound would only slow down. One kill takes the
 		// whole group, so no half of a process tree is left serving.
 		settings = [][2]string{{"memory.max", v}, {"memory.swap.max", "0"}, {"memory.oom.group", "1"}}
 	}
-	for i, s := range settings {
+	for _, s := range settings {
 		err := os.WriteFile(filepath.Join(g.dir, s[0]), []byte(s[1]), 0)
 		// Only the bound itself is required: swap accounting and group kills are not
 		// built into every kernel.
-		if err != nil && (i == 0 || !errors.Is(err, fs.ErrNotExist)) {
+		if err != nil && (s[0] == "memory.limit_in_bytes" || s[0] == "memory.max" || !errors.Is(err, fs.ErrNotExist)) {
 			return fmt.Errorf("memcg: %s: %w", s[0], err)
 		}
 	}
@@ -265,6 +285,19 @@ func (g *Group) Dir() string { return g.dir }
 
 // Limit is the group's bound in bytes.
 func (g *Group) Limit() int64 { return g.limit }
+
+// Usage is what the group's processes use now, in bytes (page cache included).
+func (g *Group) Usage() (int64, error) {
+	name := "memory.usage_in_bytes"
+	if g.v2 {
+		name = "memory.current"
+	}
+	b, err := os.ReadFile(filepath.Join(g.dir, name))
+	if err != nil {
+		return 0, fmt.Errorf("memcg: %w", err)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
 
 // OOMKills counts the processes the kernel killed in the group for its bound.
 func (g *Group) OOMKills() (int64, error) {

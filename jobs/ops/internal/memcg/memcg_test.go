@@ -92,6 +92,48 @@ func TestRemoveKillsWhatIsLeft(t *testing.T) {
 	}
 }
 
+// A group's bound moves both ways while its process runs; its usage counts what the
+// process touched.
+func TestSetLimitMovesTheBound(t *testing.T) {
+	p := memcgtest.Open(t)
+	defer func() { require.NoError(t, p.Close()) }()
+	g, err := p.NewGroup("moves", 64<<20)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, g.Remove()) }()
+
+	child, out := allocate(t, g, 32)
+	line, err := out.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "allocated\n", line)
+	used, err := g.Usage()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, used, int64(32<<20))
+
+	// Raised, lifted and lowered again above what the child uses: it runs on.
+	for _, n := range []int64{256 << 20, 0, 48 << 20} {
+		require.NoError(t, g.SetLimit(n), n)
+		require.Equal(t, n, g.Limit())
+	}
+	kills, err := g.OOMKills()
+	require.NoError(t, err)
+	require.Zero(t, kills)
+	select {
+	case <-child.Done():
+		t.Fatal("the child was killed within its bound")
+	default:
+	}
+
+	// Lowered below it: v1 refuses the bound it cannot reclaim down to, v2 kills.
+	if err := g.SetLimit(8 << 20); err == nil {
+		require.ErrorAs(t, child.Wait(), new(*runner.ExitError))
+		kills, err := g.OOMKills()
+		require.NoError(t, err)
+		require.Positive(t, kills)
+	} else {
+		require.False(t, p.V2(), err)
+	}
+}
+
 // Closing the last user removes the parent; the next Open removes the parents of
 // dead workers with whatever they left running.
 func TestOpenRemovesParentsOfDeadWorkers(t *testing.T) {

@@ -117,7 +117,8 @@ func TestCgroupV2InAVirtualMachine(t *testing.T) {
 		require.Equal(t, "0", m[1], "the tests failed in the %s:\n%s", group, text)
 	}
 	// Each test ran in each group (on cgroup v2: memcgtest.Open checks).
-	for _, name := range []string{"TestGroupKillsPastItsBound", "TestRemoveKillsWhatIsLeft", "TestOpenRemovesParentsOfDeadWorkers"} {
+	for _, name := range []string{"TestGroupKillsPastItsBound", "TestRemoveKillsWhatIsLeft", "TestSetLimitMovesTheBound",
+		"TestOpenRemovesParentsOfDeadWorkers"} {
 		require.Equal(t, 2, strings.Count(text, "--- PASS: "+name+" "), "%s:\n%s", name, text)
 	}
 }
