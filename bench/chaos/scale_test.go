@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filemill/filemill/bench"
 	"github.com/filemill/filemill/graph/graphtest"
 	"github.com/filemill/filemill/jobs/ops/office/officetest"
 	"github.com/filemill/filemill/rest/openapitest"
@@ -536,8 +537,8 @@ func (m *meter) place(b testing.TB, kind string, pid int) {
 	if m.groups == "" || pid == 0 {
 		return
 	}
-	procs := readProcs()
-	kids := children(procs)
+	procs := bench.ReadProcs()
+	kids := bench.Children(procs)
 	var walk func(p int)
 	walk = func(p int) {
 		if err := os.WriteFile(filepath.Join(m.groups, kind, "cgroup.procs"), []byte(strconv.Itoa(p)), 0o644); err != nil {
@@ -572,7 +573,7 @@ func (m *meter) groupCPU(kind string) float64 {
 
 func (m *meter) cpu() cpuSample {
 	d := m.d
-	procs := readProcs()
+	procs := bench.ReadProcs()
 	s := cpuSample{kinds: map[string]float64{}}
 	if m.groups != "" {
 		for _, k := range cpuKinds[:5] {
@@ -580,17 +581,17 @@ func (m *meter) cpu() cpuSample {
 		}
 	} else {
 		for _, a := range d.apis {
-			s.kinds["api"] += treeCPU(procs, a.pid())
+			s.kinds["api"] += bench.TreeCPU(procs, a.pid())
 		}
 		for _, w := range d.workers {
-			s.kinds["worker"] += treeCPU(procs, w.pid())
+			s.kinds["worker"] += bench.TreeCPU(procs, w.pid())
 		}
-		s.kinds["postgres"] = treeCPU(procs, d.pg.Pid())
-		s.kinds["redis"] = treeCPU(procs, d.redis.Pid())
-		s.kinds["minio"] = treeCPU(procs, d.minio.pid())
+		s.kinds["postgres"] = bench.TreeCPU(procs, d.pg.Pid())
+		s.kinds["redis"] = bench.TreeCPU(procs, d.redis.Pid())
+		s.kinds["minio"] = bench.TreeCPU(procs, d.minio.pid())
 	}
 	// This process alone: the others are its children.
-	s.kinds["clients"] = procs[os.Getpid()].self
+	s.kinds["clients"] = procs[os.Getpid()].Self
 	raw, _ := os.ReadFile("/proc/stat")
 	line, _, _ := strings.Cut(string(raw), "\n")
 	for i, f := range strings.Fields(line)[1:] {
@@ -598,9 +599,9 @@ func (m *meter) cpu() cpuSample {
 		if i >= 8 {
 			break // guest time is counted in user already
 		}
-		s.total += v / clockTicks
+		s.total += v / bench.ClockTicks
 		if i != 3 && i != 4 { // idle, iowait
-			s.busy += v / clockTicks
+			s.busy += v / bench.ClockTicks
 		}
 	}
 	return s
@@ -612,73 +613,6 @@ func (s cpuSample) since(before cpuSample) cpuSample {
 		out.kinds[k] = v - before.kinds[k]
 	}
 	return out
-}
-
-// clockTicks is USER_HZ, the unit of /proc's times: 100 on every Linux architecture Go
-// runs on.
-const clockTicks = 100
-
-type procTimes struct {
-	ppid           int
-	self, children float64 // seconds: its own, and its reaped children's
-}
-
-func readProcs() map[int]procTimes {
-	out := map[int]procTimes{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(raw, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(raw[i+1:]))
-		if len(f) < 15 {
-			continue
-		}
-		num := func(k int) float64 { v, _ := strconv.ParseFloat(f[k], 64); return v / clockTicks }
-		ppid, _ := strconv.Atoi(f[1])
-		out[pid] = procTimes{ppid: ppid, self: num(11) + num(12), children: num(13) + num(14)}
-	}
-	return out
-}
-
-// treeCPU is the CPU time of pid and of every process under it, alive or reaped (a
-// child's time moves to its parent's when it is reaped, so the sum only grows).
-func treeCPU(procs map[int]procTimes, pid int) float64 {
-	if pid == 0 {
-		return 0
-	}
-	kids := children(procs)
-	var sum float64
-	var walk func(p int)
-	walk = func(p int) {
-		t, ok := procs[p]
-		if !ok {
-			return
-		}
-		sum += t.self + t.children
-		for _, k := range kids[p] {
-			walk(k)
-		}
-	}
-	walk(pid)
-	return sum
-}
-
-func children(procs map[int]procTimes) map[int][]int {
-	kids := map[int][]int{}
-	for p, t := range procs {
-		kids[t.ppid] = append(kids[t.ppid], p)
-	}
-	return kids
 }
 
 // scaleRow is one measured configuration.
