@@ -144,9 +144,9 @@ func TestOfficeJobPastItsDiskBoundFails(t *testing.T) {
 	requireSucceeded(t, b, runJob(t, b, map[string]any{"file_id": doc, "operation": "convert", "options": map[string]any{"format": "txt"}}))
 }
 
-// tesseract runs inside the worker: a page whose recognition is estimated past the
-// job's memory bound (2000×2000 pixels at 16 bytes each, 61 MiB, against 32 MiB) fails
-// before recognition starts, and a small page then reads on the same worker.
+// A page's recognition is bounded by the kernel in its helper's memory cgroup: a page
+// of noise (every speck a blob, some 100 MiB to read) against a bound of 32 MiB fails
+// at its first attempt, uncharged, and a small page then reads on the same worker.
 func TestOCRPagePastItsMemoryBoundFails(t *testing.T) {
 	t.Parallel()
 	occ := ocr.DefaultConfig()
@@ -157,7 +157,10 @@ func TestOCRPagePastItsMemoryBoundFails(t *testing.T) {
 	b := setup(t, setupOpts{worker: true, engines: map[string]domain.Engine{"ocr": eng}, cfg: func(c *domain.Config) { c.JobMemory = 32 << 20 }})
 	_, err = b.svc.Credits.Grant(context.Background(), b.orgA.Organization.ID, domain.EnvLive, 1000, "test")
 	require.NoError(t, err)
-	big := b.readyFile(b.liveA, "big.png", flatPNG(t, 2000, 2000))
+	require.True(t, eng.Isolated(), "CI has a memory cgroup: pages run in helpers")
+	var noise bytes.Buffer
+	require.NoError(t, png.Encode(&noise, ocrtest.Noise(3000, 3000)))
+	big := b.readyFile(b.liveA, "noise.png", noise.Bytes())
 	requireLimitFailure(t, b, runJob(t, b, map[string]any{"file_id": big, "operation": "ocr"}), domain.LimitMemory)
 
 	var page bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/filemill/filemill/domain"
 	"github.com/filemill/filemill/jobs/ops/internal/imagepdf"
+	"github.com/filemill/filemill/jobs/ops/internal/memcg"
 	"github.com/filemill/filemill/jobs/ops/internal/pdfpages"
 	"github.com/filemill/filemill/jobs/ops/internal/vips"
 )
@@ -109,6 +111,11 @@ type Config struct {
 	// stored (rendering a 300 dpi page costs about half a CPU-second), and pages that
 	// already draw text get no second text layer.
 	PageContent PageContentFunc
+	// InProcess recognises pages in this process. Otherwise, where a memory cgroup can
+	// be made, each tesseract instance runs in a helper process (this program started
+	// again) in a cgroup of its own, and a page's memory is bounded by the kernel;
+	// in this process it is bounded by an estimate from its pixels.
+	InProcess bool
 }
 
 // DefaultConfig returns the settings used when nothing is configured.
@@ -223,6 +230,7 @@ func Specs() []domain.OperationSpec {
 type Engine struct {
 	cfg  Config
 	pool apiPool
+	mem  *memcg.Parent // the helpers' groups' parent; nil when pages run in this process
 
 	fontOnce sync.Once
 	font     []byte // tesseract's glyph-less font, for text layers
@@ -239,12 +247,34 @@ func New(cfg Config) (*Engine, error) {
 	if err := loadTesseract(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, pool: apiPool{datapath: cfg.TessdataDir, max: cfg.MaxIdle, idle: map[string][]*api{}}}, nil
+	e := &Engine{cfg: cfg, pool: apiPool{max: cfg.MaxIdle, idle: map[string][]recognizer{}}}
+	e.pool.start = func(langs string) (recognizer, error) { return newAPI(cfg.TessdataDir, langs) }
+	if cfg.InProcess {
+		return e, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		e.mem, err = memcg.Open()
+	}
+	if err != nil {
+		slog.Warn("ocr: pages are recognised in the worker, their memory bounded by an estimate, not measured: "+
+			"a measured bound needs root and a memory cgroup (cgroup v2 with the memory controller, or a v1 memory hierarchy)", "error", err.Error())
+		return e, nil
+	}
+	e.pool.start = func(langs string) (recognizer, error) { return startHelper(exe, cfg.TessdataDir, langs, e.mem) }
+	return e, nil
 }
+
+// Isolated reports whether pages are recognised in helper processes, each bounded by
+// its memory cgroup.
+func (e *Engine) Isolated() bool { return e.mem != nil }
 
 // Close frees the idle tesseract instances.
 func (e *Engine) Close() error {
 	e.pool.close()
+	if e.mem != nil {
+		return e.mem.Close()
+	}
 	return nil
 }
 
@@ -563,7 +593,7 @@ func (j *job) recognize(ctx context.Context) error {
 
 // page reads (a scan's image, or the page rendered, for a PDF) and recognises page p
 // (0-based).
-func (j *job) page(ctx context.Context, a *api, p int) (*pageResult, error) {
+func (j *job) page(ctx context.Context, a recognizer, p int) (*pageResult, error) {
 	want := pageWant{words: j.words, layer: j.pdf, memory: j.pageMemory()}
 	img, dpi := pageImage{path: j.in.Path}, 0
 	var content *PageContent
@@ -851,17 +881,27 @@ func (e *Engine) glyphLessFont() []byte {
 	return e.font
 }
 
+// recognizer is a loaded tesseract instance: in this process (api) or in a helper
+// process (helper). It is not safe for concurrent use.
+type recognizer interface {
+	page(ctx context.Context, img pageImage, dpi int, want pageWant) (*pageResult, error)
+	languages() string
+	// usable is false once the instance must not be used again.
+	usable() bool
+	close()
+}
+
 // apiPool keeps loaded tesseract instances per language set between pages and jobs.
 type apiPool struct {
-	datapath string
-	max      int
+	max   int
+	start func(langs string) (recognizer, error)
 
 	mu   sync.Mutex
-	idle map[string][]*api
+	idle map[string][]recognizer
 	n    int // idle instances
 }
 
-func (p *apiPool) get(langs string) (*api, error) {
+func (p *apiPool) get(langs string) (recognizer, error) {
 	p.mu.Lock()
 	if l := p.idle[langs]; len(l) > 0 {
 		a := l[len(l)-1]
@@ -871,16 +911,20 @@ func (p *apiPool) get(langs string) (*api, error) {
 		return a, nil
 	}
 	p.mu.Unlock()
-	return newAPI(p.datapath, langs)
+	return p.start(langs)
 }
 
-func (p *apiPool) put(a *api) {
+func (p *apiPool) put(a recognizer) {
+	if !a.usable() {
+		a.close()
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n >= p.max {
 		// Make room by dropping an instance of another language set, else this one.
 		for k, l := range p.idle {
-			if k != a.langs && len(l) > 0 {
+			if k != a.languages() && len(l) > 0 {
 				l[0].close()
 				p.idle[k] = l[1:]
 				p.n--
@@ -892,7 +936,7 @@ func (p *apiPool) put(a *api) {
 			return
 		}
 	}
-	p.idle[a.langs] = append(p.idle[a.langs], a)
+	p.idle[a.languages()] = append(p.idle[a.languages()], a)
 	p.n++
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/filemill/filemill/domain"
+	"github.com/filemill/filemill/jobs/ops/internal/memcg/memcgtest"
 	"github.com/filemill/filemill/jobs/ops/ocr"
 	"github.com/filemill/filemill/jobs/ops/ocr/ocrtest"
 	"github.com/filemill/filemill/jobs/ops/pdf/pdftest"
@@ -74,6 +75,12 @@ func engine(t *testing.T) *ocr.Engine {
 
 func run(t *testing.T, e *ocr.Engine, path string, opts ocr.Options, progress func(int)) (*domain.EngineOutput, error) {
 	t.Helper()
+	return runWithin(t, e, path, opts, progress, 0)
+}
+
+// runWithin is run with the job's memory bounded to memory bytes (0: none).
+func runWithin(t *testing.T, e *ocr.Engine, path string, opts ocr.Options, progress func(int), memory int64) (*domain.EngineOutput, error) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	work := filepath.Join(t.TempDir(), "work")
@@ -86,7 +93,7 @@ func run(t *testing.T, e *ocr.Engine, path string, opts ocr.Options, progress fu
 	out, err := e.Run(context.Background(), domain.EngineInput{
 		Operation: "ocr", Options: o, Path: path, Filename: filepath.Base(path),
 		Format: domain.Detect(b[:min(len(b), domain.DetectSniffBytes)]), ByteSize: int64(len(b)),
-		WorkDir: work, Progress: progress,
+		WorkDir: work, Progress: progress, Limits: domain.JobLimits{Memory: memory},
 	})
 	if err == nil {
 		for _, a := range out.Artifacts {
@@ -217,6 +224,54 @@ func TestSparsePageIsRetriedWithSparseSegmentation(t *testing.T) {
 	for _, l := range labels {
 		require.Contains(t, string(text), l)
 	}
+}
+
+// Pages are recognised in helper processes, each in a memory cgroup bound to what it
+// holds loaded plus the page's share of the job's memory: what a page takes is
+// measured by the kernel, not estimated. A page of noise (every speck a blob) is
+// killed past its bound and fails resource_limit_exceeded; the engine goes on with a
+// new helper; a flat page the estimate would refuse is read within the same bound.
+func TestPageMemoryIsBoundedByTheKernel(t *testing.T) {
+	t.Parallel()
+	memcgtest.Open(t).Close()
+	e := engine(t)
+	require.True(t, e.Isolated(), "a memory cgroup can be made here: pages run in helpers")
+	const bound = 48 << 20
+	dir := t.TempDir()
+
+	_, err := runWithin(t, e, ocrtest.WritePNG(t, dir, "noise.png", ocrtest.Noise(3000, 3000)), ocr.Options{}, nil, bound)
+	derr := domain.AsError(err)
+	require.NotNil(t, derr, "%v", err)
+	require.Equal(t, domain.CodeResourceLimitExceeded, derr.Code, derr.Message)
+	require.Equal(t, domain.LimitMemory, derr.Details["limit"])
+
+	// 2000×2000: 61 MiB by the estimate of 16 bytes a pixel, far less read.
+	flat := image.NewGray(image.Rect(0, 0, 2000, 2000))
+	for i := range flat.Pix {
+		flat.Pix[i] = 255
+	}
+	flatPath := ocrtest.WritePNG(t, dir, "flat.png", flat)
+	_, err = runWithin(t, e, flatPath, ocr.Options{}, nil, bound)
+	require.NoError(t, err)
+
+	text := ocrtest.WritePNG(t, dir, "page.png", ocrtest.Page(t, []string{"The harbour opened in spring"}))
+	out, err := runWithin(t, e, text, ocr.Options{}, nil, bound)
+	require.NoError(t, err)
+	got, err := os.ReadFile(artifact(t, out, "page.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(got), "harbour opened")
+
+	// In the worker's own process the same flat page is refused by its estimate.
+	cfg := ocr.DefaultConfig()
+	cfg.InProcess = true
+	inProcess, err := ocr.New(cfg)
+	require.NoError(t, err)
+	defer inProcess.Close()
+	require.False(t, inProcess.Isolated())
+	_, err = runWithin(t, inProcess, flatPath, ocr.Options{}, nil, bound)
+	derr = domain.AsError(err)
+	require.NotNil(t, derr, "%v", err)
+	require.Equal(t, domain.CodeResourceLimitExceeded, derr.Code, derr.Message)
 }
 
 func TestBlankPageGivesEmptyTextNotAnError(t *testing.T) {

@@ -3,6 +3,7 @@ package ocr
 /*
 #cgo pkg-config: tesseract lept
 #cgo LDFLAGS: -lgomp
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
@@ -72,6 +73,9 @@ static int fm_encode(PIX *pix, int quality, int *g4, unsigned char **data, size_
 }
 
 static void fm_quiet(void) { setMsgSeverity(L_SEVERITY_NONE); }
+
+// fm_trim gives the C heap's free memory back to the kernel.
+static void fm_trim(void) { malloc_trim(0); }
 
 // fm_pix_from copies a page rendered in memory into a new PIX, laid out as leptonica
 // reads the same pixels from a PNG: one gray byte a pixel as 8 bpp, or R, G, B and an
@@ -306,22 +310,38 @@ func (img pageImage) pix() (*C.PIX, error) {
 // image's resolution when known, else 0 (tesseract reads it from the file or
 // estimates it).
 func (a *api) page(ctx context.Context, img pageImage, dpi int, want pageWant) (*pageResult, error) {
-	pix, err := img.pix()
+	res, enc, err := a.read(ctx, img, dpi, want)
 	if err != nil {
 		return nil, err
+	}
+	if enc != nil {
+		res.image = enc.pdfImage()
+	}
+	return res, nil
+}
+
+func (a *api) usable() bool      { return true }
+func (a *api) languages() string { return a.langs }
+
+// read is page, with the page image (when want.encode) as encoded, not yet made a PDF
+// image: what a helper process sends back.
+func (a *api) read(ctx context.Context, img pageImage, dpi int, want pageWant) (*pageResult, *encodedImage, error) {
+	pix, err := img.pix()
+	if err != nil {
+		return nil, nil, err
 	}
 	defer C.pixDestroy(&pix)
 	if want.memory > 0 && recognitionBytes(int(C.pixGetWidth(pix)), int(C.pixGetHeight(pix))) > want.memory {
 		// tesseract runs in the worker, where no per-job bound holds it: a page is
 		// refused before recognition when its estimate is past the job's share.
-		return nil, domain.ResourceLimit(domain.LimitMemory, want.memory)
+		return nil, nil, domain.ResourceLimit(domain.LimitMemory, want.memory)
 	}
 	defer C.TessBaseAPIClear(a.h)
 
 	res := &pageResult{psm: psmAuto}
 	for _, psm := range append([]int{psmAuto}, retryPSMs...) {
 		if err := a.recognize(ctx, pix, psm, dpi); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res.psm = psm
 		res.text = ""
@@ -338,20 +358,29 @@ func (a *api) page(ctx context.Context, img pageImage, dpi int, want pageWant) (
 	if want.words || want.layer {
 		res.words, res.layer = a.collect(want.words, want.layer, res.ppi)
 	}
+	var enc *encodedImage
 	if want.encode {
-		if res.image, err = encode(pix); err != nil {
-			return nil, err
+		if enc, err = encode(pix); err != nil {
+			return nil, nil, err
 		}
 	}
-	return res, nil
+	return res, enc, nil
 }
 
 // jpegQuality is what a page image that must be re-encoded, and is not bilevel, is
 // written at: a photograph's quality, well above what text needs to stay sharp.
 const jpegQuality = 85
 
+// encodedImage is a page image encoded for a PDF page: CCITT G4 when G4, else JPEG
+// of RGB or gray samples.
+type encodedImage struct {
+	Data          []byte
+	Width, Height int
+	G4, RGB       bool
+}
+
 // encode encodes a page image for a PDF page: CCITT G4 when it is bilevel, else JPEG.
-func encode(pix *C.PIX) (*imagepdf.Image, error) {
+func encode(pix *C.PIX) (*encodedImage, error) {
 	var g4, w, h, spp C.int
 	var data *C.uchar
 	var n C.size_t
@@ -359,16 +388,20 @@ func encode(pix *C.PIX) (*imagepdf.Image, error) {
 		return nil, errors.New("tesseract: cannot encode the page image")
 	}
 	defer C.free(unsafe.Pointer(data))
-	img := &imagepdf.Image{Width: int(w), Height: int(h), Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), BitsPerComponent: 8,
-		Filter: filter.DCT, ColorSpace: "DeviceGray"}
+	return &encodedImage{Data: C.GoBytes(unsafe.Pointer(data), C.int(n)), Width: int(w), Height: int(h), G4: g4 != 0, RGB: spp == 3}, nil
+}
+
+// pdfImage is the image as a PDF image object.
+func (e *encodedImage) pdfImage() *imagepdf.Image {
+	img := &imagepdf.Image{Width: e.Width, Height: e.Height, Data: e.Data, BitsPerComponent: 8, Filter: filter.DCT, ColorSpace: "DeviceGray"}
 	switch {
-	case g4 != 0:
+	case e.G4:
 		img.Filter, img.BitsPerComponent = filter.CCITTFax, 1
-		img.DecodeParms = types.Dict{"K": types.Integer(-1), "Columns": types.Integer(w), "Rows": types.Integer(h)}
-	case spp == 3:
+		img.DecodeParms = types.Dict{"K": types.Integer(-1), "Columns": types.Integer(e.Width), "Rows": types.Integer(e.Height)}
+	case e.RGB:
 		img.ColorSpace = "DeviceRGB"
 	}
-	return img, nil
+	return img
 }
 
 func (a *api) recognize(ctx context.Context, pix *C.PIX, psm, dpi int) error {
@@ -454,6 +487,10 @@ func (a *api) collect(wantWords, wantLayer bool, ppi float64) ([]Word, []layerWo
 		}
 	}
 }
+
+// trimHeap returns the C heap's free memory (what tesseract freed) to the kernel: a
+// helper's memory cgroup then holds only what the helper keeps between pages.
+func trimHeap() { C.fm_trim() }
 
 // ompThreadLimit is OpenMP's thread limit in this process (OMP_THREAD_LIMIT).
 func ompThreadLimit() int { return int(C.fm_thread_limit()) }

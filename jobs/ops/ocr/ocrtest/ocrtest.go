@@ -12,6 +12,7 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,17 @@ const (
 func Page(tb testing.TB, lines []string) *image.Gray {
 	tb.Helper()
 	return Draw(tb, lines, Width, Height, DPI)
+}
+
+// Noise is a width×height image of black and white specks: every speck a blob,
+// the page that costs tesseract the most memory a pixel.
+func Noise(width, height int) *image.Gray {
+	img := image.NewGray(image.Rect(0, 0, width, height))
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(rnd.IntN(2) * 255)
+	}
+	return img
 }
 
 // Draw draws lines of text (12 pt at dpi, from an inch left and top) on a white
