@@ -77,4 +77,3 @@ func Children(procs map[int]ProcTimes) map[int][]int {
 	}
 	return kids
 }
-
