@@ -354,7 +354,8 @@ func pdfText(b *testing.B, pdf string, page int) string {
 
 // workerOCR is the ocr engine as workers run it: PDFium on every core reads a scanned
 // page's image as stored and renders other pages; English is loaded once, as a
-// worker has it by the time jobs arrive.
+// worker has it by the time jobs arrive. Pages are recognised in helper processes,
+// or with BENCH_OCR_IN_PROCESS=1 in this one (as a worker without a memory cgroup).
 func workerOCR(b *testing.B) *ocr.Engine {
 	pool, err := pdfium.New(pdfium.Config{Instances: runtime.NumCPU(), CompilationCacheDir: filepath.Join(os.TempDir(), "filemill-test-wazero")})
 	if err != nil {
@@ -366,11 +367,13 @@ func workerOCR(b *testing.B) *ocr.Engine {
 	}
 	cfg := ocr.DefaultConfig()
 	cfg.RenderBitmap, cfg.PageContent = ocr.PDFiumRenderer(pool), ocr.PDFiumContent(pool)
+	cfg.InProcess = os.Getenv("BENCH_OCR_IN_PROCESS") == "1"
 	e, err := ocr.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = e.Close() })
+	b.Logf("pages recognised in helper processes: %v", e.Isolated())
 	if err := e.Check(context.Background()); err != nil {
 		b.Fatal(err)
 	}

@@ -103,8 +103,8 @@ func newEngines(cfg *Config, scanner *scan.Engine, log *slog.Logger) (_ map[stri
 			}
 			c := aiready.DefaultConfig()
 			c.Pool = p
-			c.OCRPage = func(ctx context.Context, pdfPath string, page int) (*pagetext.Page, error) {
-				wp, err := o.RecognizePage(ctx, pdfPath, page)
+			c.OCRPage = func(ctx context.Context, pdfPath string, page int, memory int64) (*pagetext.Page, error) {
+				wp, err := o.RecognizePage(ctx, pdfPath, page, memory)
 				if err != nil {
 					return nil, err
 				}

@@ -136,7 +136,8 @@ func Preset(before ...domain.StepSpec) domain.PresetSpec {
 // FontSize its size in points when the recogniser knows it, else 0 (it is then
 // estimated from the box and the letters); Width and Height the page's size in
 // points. Errors are *domain.Error for the page's faults, or ctx's error.
-type OCRFunc func(ctx context.Context, pdfPath string, page int) (*pagetext.Page, error)
+// memory bounds what recognising the page may take, in bytes (0: no bound).
+type OCRFunc func(ctx context.Context, pdfPath string, page int, memory int64) (*pagetext.Page, error)
 
 // Config configures the engine.
 type Config struct {
@@ -489,8 +490,10 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 		return nil, &domain.Error{Code: domain.CodeUnsupportedInput,
 			Message: fmt.Sprintf("page %d has no text layer and text recognition is not available here", scans[0])}
 	}
+	// The job's memory is shared by the pages recognised at once.
+	memory := in.Limits.Memory / int64(max(1, min(e.cfg.OCRWorkers, len(scans))))
 	err = parallel(ctx, len(scans), e.cfg.OCRWorkers, func(ctx context.Context, i int) error {
-		pt, err := e.cfg.OCRPage(ctx, in.Path, scans[i])
+		pt, err := e.cfg.OCRPage(ctx, in.Path, scans[i], memory)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ const ocrDPI = 300
 // page rendered at 300 dpi in gray, words with their boxes from tesseract's TSV.
 // The words go through PageFromWords, as the OCR engine's words would.
 func TesseractOCR(pool *pdfium.Pool) aiready.OCRFunc {
-	return func(ctx context.Context, pdfPath string, page int) (*pdfium.PageText, error) {
+	return func(ctx context.Context, pdfPath string, page int, _ int64) (*pdfium.PageText, error) {
 		dir, err := os.MkdirTemp("", "filemill-ocr-")
 		if err != nil {
 			return nil, err

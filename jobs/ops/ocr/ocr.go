@@ -956,8 +956,9 @@ func (p *apiPool) close() {
 // with the loaded instances jobs use: a scanned page from its image as stored, another
 // rendered at the configured DPI; the words are boxed in that image, whose size and
 // resolution come with them. For engines that read a PDF's text layer and need the
-// words of a page that has none (ai-ready).
-func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*WordsPage, error) {
+// words of a page that has none (ai-ready). memory bounds what the page's recognition
+// may take (0: no bound), as a page of an ocr job is bounded.
+func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int, memory int64) (*WordsPage, error) {
 	if !e.canRender() {
 		return nil, domain.Errorf(domain.CodeUnsupportedInput, "PDF pages cannot be recognised on this worker: no renderer")
 	}
@@ -974,7 +975,7 @@ func (e *Engine) RecognizePage(ctx context.Context, pdfPath string, page int) (*
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.page(ctx, img, dpi, pageWant{words: true})
+	res, err := a.page(ctx, img, dpi, pageWant{words: true, memory: memory})
 	if err != nil {
 		a.close()
 		if errors.Is(err, errUnreadableImage) {

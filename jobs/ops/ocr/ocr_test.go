@@ -802,7 +802,7 @@ func TestRecognizePageReadsAScanAsStored(t *testing.T) {
 	words := ocrtest.Text(51, 60)
 	scan := filepath.Join(t.TempDir(), "scan.pdf")
 	require.NoError(t, os.WriteFile(scan, ocrtest.ScannedPDF(t, [][]string{ocrtest.Lines(words, 10)}, 200), 0o600))
-	wp, err := e.RecognizePage(context.Background(), scan, 1)
+	wp, err := e.RecognizePage(context.Background(), scan, 1, 0)
 	require.NoError(t, err)
 	require.Zero(t, rendered.Load())
 	require.Equal(t, []int{200, 1700, 2200}, []int{wp.DPI, wp.Width, wp.Height})
