@@ -80,6 +80,15 @@ type JobLimits struct {
 	Disk   int64
 }
 
+// MemoryShare is the memory bound of each of n parts of the job that run at once
+// (pages recognised in parallel): the job's bound divided among them. 0: no bound.
+func (l JobLimits) MemoryShare(n int) int64 {
+	if l.Memory <= 0 {
+		return 0
+	}
+	return l.Memory / int64(max(1, n))
+}
+
 // EngineOptions returns a run's options as T, the operation's options type; T's zero
 // value when the run has none. Options of another type are a wiring error.
 func EngineOptions[T any](in EngineInput) (T, error) {

@@ -490,8 +490,7 @@ func (e *Engine) read(ctx context.Context, in domain.EngineInput) ([]*pageData, 
 		return nil, &domain.Error{Code: domain.CodeUnsupportedInput,
 			Message: fmt.Sprintf("page %d has no text layer and text recognition is not available here", scans[0])}
 	}
-	// The job's memory is shared by the pages recognised at once.
-	memory := in.Limits.Memory / int64(max(1, min(e.cfg.OCRWorkers, len(scans))))
+	memory := in.Limits.MemoryShare(min(e.cfg.OCRWorkers, len(scans)))
 	err = parallel(ctx, len(scans), e.cfg.OCRWorkers, func(ctx context.Context, i int) error {
 		pt, err := e.cfg.OCRPage(ctx, in.Path, scans[i], memory)
 		if err != nil {

@@ -217,19 +217,10 @@ func startHelper(exe, datapath, langs string, parent *memcg.Parent) (*helper, er
 	return h, nil
 }
 
-// helperEnv is a helper's environment: what a program needs to run and what makes
-// it a helper, nothing of the worker's settings (database and storage URLs, secrets).
-// Pages run one at a time on one core.
+// helperEnv is a helper's environment: a program's (runner.ProgramEnv) and what makes
+// it a helper. Pages run one at a time on one core.
 func helperEnv(datapath, langs string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "PATH", k == "HOME", k == "LANG", k == "TZ", k == "TMPDIR", strings.HasPrefix(k, "LC_"):
-			env = append(env, kv)
-		}
-	}
-	return append(env, helperLangsEnv+"="+langs, helperDataEnv+"="+datapath, "OMP_THREAD_LIMIT=1", "GOMAXPROCS=1")
+	return runner.ProgramEnv(helperLangsEnv+"="+langs, helperDataEnv+"="+datapath, "OMP_THREAD_LIMIT=1", "GOMAXPROCS=1")
 }
 
 func (h *helper) languages() string { return h.langs }
@@ -268,10 +259,9 @@ func (h *helper) page(ctx context.Context, img pageImage, dpi int, want pageWant
 	select {
 	case a := <-c:
 		if a.err != nil {
-			h.broken = true
-			// The kill count goes with the group: read it before the helper is stopped.
+			// The kill count goes with the group: read it before the helper is closed.
 			now, _ := h.mem.OOMKills()
-			h.stop()
+			h.close()
 			if now > kills {
 				return nil, domain.ResourceLimit(domain.LimitMemory, want.memory)
 			}
@@ -279,15 +269,14 @@ func (h *helper) page(ctx context.Context, img pageImage, dpi int, want pageWant
 		}
 		return a.r.result()
 	case <-ctx.Done():
-		h.broken = true
-		h.stop()
+		h.close()
 		<-c
 		return nil, ctx.Err()
 	}
 }
 
-// stop kills the helper, which keeps nothing worth waiting for, and removes its group.
-func (h *helper) stop() {
+// close kills the helper, which keeps nothing worth waiting for, and removes its group.
+func (h *helper) close() {
 	if h.stopped {
 		return
 	}
@@ -298,5 +287,3 @@ func (h *helper) stop() {
 		slog.Warn("ocr: removing a recognition helper's memory cgroup", "error", err.Error())
 	}
 }
-
-func (h *helper) close() { h.stop() }

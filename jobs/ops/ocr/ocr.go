@@ -397,11 +397,7 @@ type job struct {
 // pageMemory is the memory one page's recognition may take: the job's bound shared by
 // the pages recognised at once. 0: no bound.
 func (j *job) pageMemory() int64 {
-	m := j.in.Limits.Memory
-	if m <= 0 {
-		return 0
-	}
-	return m / int64(max(1, min(j.e.cfg.Parallel, j.pages)))
+	return j.in.Limits.MemoryShare(min(j.e.cfg.Parallel, j.pages))
 }
 
 func (j *job) plan(ctx context.Context) error {

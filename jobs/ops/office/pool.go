@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -358,22 +357,9 @@ func (p *pool) startOnce(ctx context.Context, slot int, fresh bool) (*instance, 
 	return inst, nil
 }
 
-// officeEnv is the helper's environment: only what a program needs to run (the path,
-// home, locale, time zone, temporary directory), with no display, so nothing reaches for
-// a screen. The worker's own settings (database and storage URLs, secrets, proxies) stay
-// out: nothing a document makes LibreOffice do can read them.
-func officeEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "LANG", k == "LANGUAGE", k == "TZ", k == "TMPDIR",
-			strings.HasPrefix(k, "LC_"):
-			env = append(env, kv)
-		}
-	}
-	return append(env, "SAL_USE_VCLPLUGIN=svp")
-}
+// officeEnv is the helper's environment: a program's (runner.ProgramEnv), with no
+// display, so nothing reaches for a screen.
+func officeEnv() []string { return runner.ProgramEnv("SAL_USE_VCLPLUGIN=svp") }
 
 // convert runs one conversion on a free instance. Errors: *docError for a document
 // LibreOffice refused; resource_limit_exceeded (wrapped with runner.ErrBroken, the

@@ -20,6 +20,23 @@ import (
 	"github.com/filemill/filemill/domain"
 )
 
+// ProgramEnv is the environment for a program the worker starts for jobs: only what a
+// program needs to run (the path, home, user, locale, time zone, temporary directory),
+// followed by extra. The worker's own settings (database and storage URLs, secrets,
+// proxies) stay out: nothing a document makes the program do can read them.
+func ProgramEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "LANG", k == "LANGUAGE", k == "TZ", k == "TMPDIR",
+			strings.HasPrefix(k, "LC_"):
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
 // DefaultStderrTail is how many trailing bytes of a child's stderr are kept.
 const DefaultStderrTail = 4 << 10
 
